@@ -396,9 +396,9 @@ type ClaimedTasks struct {
 	// AgentTokens maps each claimed task's id (as a decimal string) to a
 	// task-scoped agent credential (read, append, create on /tasks/ID) for
 	// the executor to work that task with, bound to the task's new lease (it
-	// stops authenticating when the lease ends). A task whose credential
-	// could not be issued is absent (the hub logs why); the claim stands
-	// regardless.
+	// stops authenticating when the lease ends). Every claimed task has
+	// one: a claim whose credential cannot be issued fails whole, its tasks
+	// given back.
 	AgentTokens map[string]string `json:"agent_tokens"`
 	// StopRequested: the claim's process (InstanceID) was asked to stop, so
 	// the claim took nothing; the process drains and exits.

@@ -128,7 +128,7 @@ type Task struct {
 	// the claim that created it returns it (ClaimedTask), so no read of a
 	// task can disclose it.
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
-	// LeaseRenewedAt is the time of the claim or of the last Touch.
+	// LeaseRenewedAt is the time of the claim or of the last heartbeat.
 	LeaseRenewedAt time.Time `json:"lease_renewed_at,omitzero"`
 	// RunAfter holds a retried task back from claims until that time.
 	RunAfter   time.Time `json:"run_after,omitzero"`
@@ -140,7 +140,7 @@ type Task struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	// StateChangedAt is the time of the last state change (set at enqueue
-	// and by every transition; other writes such as Touch leave it). Rows
+	// and by every transition; other writes such as a heartbeat leave it). Rows
 	// written before the column existed got their updated_at as a backfill
 	// when the database was upgraded.
 	StateChangedAt time.Time `json:"state_changed_at"`
@@ -154,7 +154,7 @@ type Task struct {
 	Events []TaskEvent `json:"events,omitempty"`
 	// Current is what the current attempt recorded (evidence, decisions,
 	// workspace); History every earlier attempt, oldest first, including
-	// aborted ones. Filled by GetTask only (see ledger.GroupAttempts).
+	// aborted ones. Filled by GetTask only (the ledger groups them by attempt).
 	Current *AttemptView  `json:"current,omitempty"`
 	History []AttemptView `json:"history,omitempty"`
 	// Aborts are the task's abort requests, oldest first; filled by GetTask only.

@@ -41,10 +41,11 @@ const MaintenanceLeadership = "maintenance"
 const TopicObjects = "objects"
 
 // TopicTaskAborts is the change topic of abort requests and confirmations:
-// published by Stop, Update (when it restarts a running task) and Cancel of a
-// leased task, and by ConfirmAbort and ResolveAbort. Executors watch it to
-// learn of an abort without waiting for their next lease heartbeat; stop
-// calls watch it for the confirmation.
+// published by a stop, an update that restarts a running task and a cancel
+// of a leased task, by an executor's confirmation (ConfirmAbort), and when
+// an abort's deadline passes unconfirmed (ExpireAborts, or the wait of a
+// stop). Executors watch it to learn of an abort without waiting for their
+// next lease heartbeat; stop calls watch it for the confirmation.
 const TopicTaskAborts = "task_aborts"
 
 // TopicTasksMoved is the change topic of task moves: a task was created,

@@ -114,7 +114,7 @@ func abortRound(ctx context.Context, agent *backend.Backend, ex *worker.Executor
 	if _, _, err := agent.Tasks.Enqueue(ctx, cks.NewTask{Type: typ, Title: "abort round"}); err != nil {
 		return 0, err
 	}
-	claimed, err := agent.Tasks.Claim(ctx, "bench-executor", []string{typ}, 1, time.Hour)
+	claimed, err := agent.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "bench-executor", Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil {
 		return 0, err
 	}

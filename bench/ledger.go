@@ -122,7 +122,7 @@ func Ledger(ctx context.Context, st *ledger.Service, cfg LedgerConfig) (LedgerRe
 		}()
 		for {
 			t0 := time.Now()
-			ts, err := st.Claim(ctx, worker, []string{cfg.Type}, cfg.Batch, time.Hour)
+			ts, err := st.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{cfg.Type}, N: cfg.Batch, Lease: time.Hour})
 			mine = append(mine, time.Since(t0))
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)

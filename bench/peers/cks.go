@@ -64,7 +64,7 @@ func agentThroughput(ctx context.Context, st *backend.Backend, jobs, priorities,
 		defer release()
 		for {
 			mark := ex.Mark()
-			ts, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: true})
+			ts, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: true})
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
 			}
@@ -240,7 +240,7 @@ func claimLoop(ctx context.Context, st *backend.Backend, ex *worker.Executor, na
 	for ctx.Err() == nil {
 		mark := ex.Mark()
 		// The agent path claims as `cks agent` does: straight to RUNNING.
-		ts, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: agentPath})
+		ts, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: name, Types: []string{cksType}, N: 1, Lease: a.lease, Running: agentPath})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

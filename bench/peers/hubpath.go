@@ -134,6 +134,12 @@ func (a *httpAgent) claim(ctx context.Context, name string, lease time.Duration)
 	return out.Tasks, err
 }
 
+// Heartbeat is touch_task's whole answer (the client's Touch keeps only
+// whether the lease is held).
+func (a *httpAgent) Heartbeat(ctx context.Context, id int64, leaseToken string) (cks.TouchResult, error) {
+	return client.Do(ctx, a.Client, cks.OpTouchTask, leaseIn(id, leaseToken))
+}
+
 // LeaseHeld asks by a heartbeat: the HTTP API has no separate read of the
 // lease (the executor asks only when it watches for aborts, which a remote
 // agent learns of from its heartbeat).
@@ -225,13 +231,13 @@ func (a *mcpAgent) MarkRunning(ctx context.Context, id int64, leaseToken string)
 	return callTool(ctx, a.cs, cks.OpMarkRunning, leaseIn(id, leaseToken))
 }
 
-func (a *mcpAgent) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
-	out, err := callTool(ctx, a.cs, cks.OpTouchTask, leaseIn(id, leaseToken))
-	return out.Held, err
+func (a *mcpAgent) Heartbeat(ctx context.Context, id int64, leaseToken string) (cks.TouchResult, error) {
+	return callTool(ctx, a.cs, cks.OpTouchTask, leaseIn(id, leaseToken))
 }
 
 func (a *mcpAgent) LeaseHeld(ctx context.Context, id int64, leaseToken string) (bool, error) {
-	return a.Touch(ctx, id, leaseToken)
+	out, err := a.Heartbeat(ctx, id, leaseToken)
+	return out.Held, err
 }
 
 func (a *mcpAgent) Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (cks.Task, error) {
@@ -338,8 +344,8 @@ func remoteThroughput(ctx context.Context, st *backend.Backend, ra *remoteAgents
 			rep, err := ex.Run(ctx, c, func(ctx context.Context, at *worker.Attempt) (worker.Result, error) {
 				// Heartbeats a longer task would send meanwhile.
 				for range a.touches {
-					if held, err := conn.Touch(ctx, c.ID, c.LeaseToken); err != nil || !held {
-						return worker.Result{}, fmt.Errorf("touch: held %v: %w", held, err)
+					if res, err := conn.Heartbeat(ctx, c.ID, c.LeaseToken); err != nil || !res.Held {
+						return worker.Result{}, fmt.Errorf("touch: held %v: %w", res.Held, err)
 					}
 				}
 				return noop(ctx, at)

@@ -17,9 +17,9 @@ type countingConn struct {
 	touches, marks *atomic.Int64
 }
 
-func (c countingConn) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
+func (c countingConn) Heartbeat(ctx context.Context, id int64, leaseToken string) (cks.TouchResult, error) {
 	c.touches.Add(1)
-	return c.agentConn.Touch(ctx, id, leaseToken)
+	return c.agentConn.Heartbeat(ctx, id, leaseToken)
 }
 
 func (c countingConn) MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error) {

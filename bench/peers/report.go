@@ -158,7 +158,7 @@ func describe(rep Report) string {
 		"reports it (River: its completion event, sent after its batch completer commits). River: no-op `WorkFunc` workers, "+
 		"jobs inserted with `InsertManyFast` in batches of %s, %s. cks claim→complete: `bench.Ledger` "+
 		"(`cksbench ledger`): four writers enqueue with `EnqueueMany` in batches of 1,000, workers claim batches of %d and `Complete` the batch's tasks concurrently, each on a goroutine of its own as River runs the jobs of a fetch (`--concurrent`). "+
-		"cks agent path: each worker claims one task straight to RUNNING (`ClaimWith`, `Running`) and runs it through `worker.Executor` (the lease heartbeat "+
+		"cks agent path: each worker claims one task straight to RUNNING (`Claim`, `Running`) and runs it through `worker.Executor` (the lease heartbeat "+
 		"beside a no-op resolver, `Complete`), an executor per worker as each `cks agent` process has one; all workers share one store handle. "+
 		"cks agents over HTTP and over MCP work through a hub: the api handler with /mcp (what `cks serve` serves, without its sweepers "+
 		"and studio) on a real HTTP server at 127.0.0.1 in this process, each agent with a token of its own (read and append on /tasks) "+

@@ -39,7 +39,7 @@ func retainCks(ctx context.Context, m *meter, setupURL, schema string, n int) er
 	t, _, err := st.Tasks.Enqueue(ctx, cks.NewTask{Type: retainedType, Title: "retained 0"})
 	if err == nil {
 		var ts []cks.ClaimedTask
-		ts, err = st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "peers-retained", Types: []string{retainedType}, N: 1,
+		ts, err = st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "peers-retained", Types: []string{retainedType}, N: 1,
 			Lease: time.Minute, Running: true})
 		switch {
 		case err != nil:

@@ -102,8 +102,8 @@ func TestClaimRunningEverySurface(t *testing.T) {
 					!ct.StateChangedAt.Equal(ct.ClaimedAt) || out.AgentTokens[fmt.Sprint(ct.ID)] == "" {
 					t.Fatalf("claimed %+v (agent tokens %v), want RUNNING for w, started at the claim, with its tokens", ct, out.AgentTokens)
 				}
-				if held, err := s.Tasks.Touch(ctx, ct.ID, ct.LeaseToken); err != nil || !held {
-					t.Fatalf("the claim's lease: held %v, %v", held, err)
+				if res, err := s.Tasks.Heartbeat(ctx, ct.ID, ct.LeaseToken); err != nil || !res.Held {
+					t.Fatalf("the claim's lease: held %v, %v", res.Held, err)
 				}
 				sameHistory(t, s.Tasks, ct.ID, refTask.ID, cks.TaskRunning)
 

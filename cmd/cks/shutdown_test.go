@@ -19,6 +19,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/runtime/worker"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // TestAgentEarlySIGTERM (issue 38 item 9): a SIGTERM sent as soon as an
@@ -146,7 +147,7 @@ func TestAgentShutdownGivesBack(t *testing.T) {
 		waitFor(t, "the killed agent's command to die", func() bool { return pidGone(pid) })
 		var again []cks.ClaimedTask
 		waitFor(t, "the killed agent's lease to run out and a claim to take the task", func() bool {
-			again, err = st.Tasks.Claim(ctx, "test", []string{"long"}, 1, time.Minute)
+			again, err = st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "test", Types: []string{"long"}, N: 1, Lease: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}

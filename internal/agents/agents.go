@@ -72,7 +72,7 @@ type Services struct {
 // claim that starts them.
 type Tasks interface {
 	worker.Store
-	ClaimWith(ctx context.Context, p ledger.ClaimParams) ([]cks.ClaimedTask, error)
+	Claim(ctx context.Context, p ledger.ClaimParams) ([]cks.ClaimedTask, error)
 }
 
 // ServicesOf returns an agent's services on b.
@@ -341,7 +341,7 @@ func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resol
 		mark := ex.Mark()
 		// Claimed straight to RUNNING (the executor then skips
 		// MarkRunning): claim and start are one commit.
-		claimed, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: n, Lease: set.Lease, Running: true})
+		claimed, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: n, Lease: set.Lease, Running: true})
 		for range n - len(claimed) {
 			free <- struct{}{}
 		}

@@ -258,7 +258,7 @@ func TestMaxRetries(t *testing.T) {
 func claim(t testing.TB, st *backend.Backend, typ string, payload string) cks.ClaimedTask {
 	t.Helper()
 	backendtest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "run me", Payload: []byte(payload)})
-	got, err := st.Tasks.Claim(context.Background(), "exec-test", []string{typ}, 1, time.Hour)
+	got, err := st.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "exec-test", Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(got) != 1 {
 		t.Fatal(got, err)
 	}

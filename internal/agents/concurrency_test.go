@@ -26,8 +26,8 @@ type claimCounting struct {
 	gotten []int
 }
 
-func (c *claimCounting) ClaimWith(ctx context.Context, p ledger.ClaimParams) ([]cks.ClaimedTask, error) {
-	got, err := c.Service.ClaimWith(ctx, p)
+func (c *claimCounting) Claim(ctx context.Context, p ledger.ClaimParams) ([]cks.ClaimedTask, error) {
+	got, err := c.Service.Claim(ctx, p)
 	c.mu.Lock()
 	c.asked, c.gotten = append(c.asked, p.N), append(c.gotten, len(got))
 	c.mu.Unlock()

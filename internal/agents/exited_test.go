@@ -30,7 +30,7 @@ func TestRecordExit(t *testing.T) {
 			if _, _, err := st.Tasks.Enqueue(ctx, cks.NewTask{Type: "build"}); err != nil {
 				t.Fatal(err)
 			}
-			ts, err := st.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: agents.ExecutorName(r.ProcessKind, r.InstanceID),
+			ts, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: agents.ExecutorName(r.ProcessKind, r.InstanceID),
 				Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim: %v %v", ts, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/runtime/worker"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // runTask enqueues a task of typ with payload, claims it and works it with
@@ -27,7 +28,7 @@ func runTask(t testing.TB, st *backend.Backend, typ string, payload any, r worke
 		t.Fatal(err)
 	}
 	want := backendtest.MustEnqueue(t, st, cks.NewTask{Type: typ, Title: "knowledge task", Payload: b})
-	got, err := st.Tasks.Claim(context.Background(), "test-agent", []string{typ}, 1, time.Hour)
+	got, err := st.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "test-agent", Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(got) != 1 || got[0].ID != want.ID {
 		t.Fatalf("claim of task %d: %v %v", want.ID, got, err)
 	}

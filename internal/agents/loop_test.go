@@ -32,11 +32,7 @@ func (unnotified) WatchChanges(ctx context.Context, _ []string, _ func(string)) 
 // panicking is a store whose claims panic.
 type panicking struct{ *ledger.Service }
 
-func (panicking) Claim(context.Context, string, []string, int, time.Duration) ([]cks.ClaimedTask, error) {
-	panic("claim exploded")
-}
-
-func (panicking) ClaimWith(context.Context, ledger.ClaimParams) ([]cks.ClaimedTask, error) {
+func (panicking) Claim(context.Context, ledger.ClaimParams) ([]cks.ClaimedTask, error) {
 	panic("claim exploded")
 }
 

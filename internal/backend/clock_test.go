@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // TestDatabaseNow: Postgres answers its own clock (the test's server runs
@@ -91,7 +92,7 @@ func TestClockCorrection(t *testing.T) {
 				if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "clock", Title: "lease"}); err != nil {
 					t.Fatal(err)
 				}
-				claimed, err := s.Tasks.Claim(ctx, "w", []string{"clock"}, 1, time.Minute)
+				claimed, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"clock"}, N: 1, Lease: time.Minute})
 				if err != nil || len(claimed) != 1 {
 					t.Fatalf("claim: %v %v", claimed, err)
 				}

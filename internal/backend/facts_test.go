@@ -160,7 +160,7 @@ func eventLoad(ctx context.Context, s *ledger.Service, worker string, rounds int
 				return err
 			}
 		}
-		claimed, err := s.Claim(ctx, worker, nil, 3, time.Minute)
+		claimed, err := s.Claim(ctx, ledger.ClaimParams{Worker: worker, N: 3, Lease: time.Minute})
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func leases(t *testing.T, s *backend.Backend) (aborted, live cks.ClaimedTask) {
 	ctx := backendtest.Ctx(t)
 	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	aborted = backendtest.MustClaimOne(t, s, "w1")
-	if _, _, err := s.Tasks.Stop(ctx, aborted.ID, "op", "hold", 0); err != nil {
+	if _, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: aborted.ID, Actor: "op", Reason: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Tasks.Start(ctx, aborted.ID, "op", ""); err != nil {

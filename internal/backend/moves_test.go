@@ -94,7 +94,7 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 		for i := range 20 {
 			backendtest.MustEnqueue(t, agent, cks.NewTask{Type: "burst", Title: fmt.Sprint(i), MaxAttempts: 1})
 		}
-		claimed, err := agent.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"burst"}, N: 20,
+		claimed, err := agent.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"burst"}, N: 20,
 			Lease: backendtest.Lease, Running: true})
 		if err != nil || len(claimed) != 20 {
 			t.Fatalf("claim: %d tasks, %v", len(claimed), err)
@@ -132,8 +132,8 @@ func TestTasksMovedReachesOtherHandles(t *testing.T) {
 			t.Fatal(err)
 		}
 		published("the claim")
-		if _, err := agent.Tasks.Touch(ctx, last.ID, lease.LeaseToken); err != nil {
-			t.Fatal(err)
+		if res, err := agent.Tasks.Heartbeat(ctx, last.ID, lease.LeaseToken); err != nil || !res.Held {
+			t.Fatal(res, err)
 		}
 		if err := agent.FlushMoves(ctx); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/driver/drivertest"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // openPooled opens a backend on url (through PgBouncer), closed with t.
@@ -98,7 +99,7 @@ func TestBehindTransactionPooler(t *testing.T) {
 		}
 		ww.Go(func() {
 			for {
-				claimed, err := st.Tasks.Claim(ctx, fmt.Sprint("w", w), []string{"build"}, 3, time.Minute)
+				claimed, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: fmt.Sprint("w", w), Types: []string{"build"}, N: 3, Lease: time.Minute})
 				if err != nil {
 					t.Errorf("claim: %v", err)
 					return

@@ -27,7 +27,7 @@ const (
 	DefaultLease = 5 * time.Minute
 )
 
-// Retry backoff bounds (ledger.Backoff).
+// Retry backoff bounds (the ledger's backoff).
 const (
 	// BackoffBase is the delay after the first failed attempt when
 	// Ledger.RetryBackoff is not set (CKS_RETRY_BACKOFF).
@@ -49,7 +49,7 @@ type Ledger struct {
 	// RetryBackoff is how long a task whose attempt failed retryably
 	// waits before it may be claimed again after its first attempt,
 	// doubling with every further attempt up to BackoffMax, plus up to a
-	// quarter of jitter (ledger.Backoff): CKS_RETRY_BACKOFF, BackoffBase
+	// quarter of jitter (the ledger's backoff): CKS_RETRY_BACKOFF, BackoffBase
 	// (1 s) when unset, from 0 (at once) to BackoffMax.
 	RetryBackoff time.Duration
 }

@@ -193,7 +193,7 @@ type TaskRow struct {
 	LeaseTokenHash string
 	LeaseExpiresAt time.Time
 	LeaseRenewedAt time.Time
-	// LeaseMs is the lease a Touch renews for.
+	// LeaseMs is the lease a Heartbeat renews for.
 	LeaseMs        int64
 	RunAfter       time.Time
 	Result         string

@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/internal/hub"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // testHub is a hub.Run serving in this process on a fresh data directory.
@@ -120,7 +121,7 @@ func (h testHub) claimedTask(t testing.TB) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ts, err := st.Tasks.Claim(context.Background(), "w", []string{"t"}, 1, time.Hour); err != nil || len(ts) != 1 {
+	if ts, err := st.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "w", Types: []string{"t"}, N: 1, Lease: time.Hour}); err != nil || len(ts) != 1 {
 		t.Fatalf("claim: %v %v", ts, err)
 	}
 	return task.ID

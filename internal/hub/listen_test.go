@@ -18,6 +18,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/hub"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // TestFiftyStopWaitsShareOneListen: fifty concurrent `stop --wait`s against
@@ -48,7 +49,7 @@ func TestFiftyStopWaitsShareOneListen(t *testing.T) {
 		}
 		ids = append(ids, task.ID)
 	}
-	if ts, err := st.Tasks.Claim(ctx, "w", []string{"t"}, waiters, time.Hour); err != nil || len(ts) != waiters {
+	if ts, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"t"}, N: waiters, Lease: time.Hour}); err != nil || len(ts) != waiters {
 		t.Fatalf("claim: %d tasks, %v", len(ts), err)
 	}
 

@@ -63,7 +63,7 @@ func TestClaimsWaitingMetric(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := s.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "idle", N: 1, Wait: ledger.MaxClaimWait})
+			_, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "idle", N: 1, Wait: ledger.MaxClaimWait})
 			done <- err
 		}()
 		deadline := time.Now().Add(time.Minute)

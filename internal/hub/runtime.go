@@ -16,7 +16,6 @@ import (
 	"github.com/cks-dev/cks/internal/base/lifecycle"
 	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
-	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/service/knowledge"
 	"github.com/cks-dev/cks/internal/service/leader"
 	"github.com/cks-dev/cks/internal/service/ledger"
@@ -107,7 +106,7 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 	for _, sw := range []sweeper.Sweeper{
 		sweeper.LeaseReaper{Tasks: st.Tasks, Claims: st.Objects, Clock: cfg.Clock, StaleWindow: set.Ledger.DefaultLease,
 			ClaimTokens: func(ctx context.Context) (int, error) {
-				return auth.DeleteEndedCredentials(ctx, st.Principals, cfg.Clock.Now())
+				return st.Principals.DeleteEndedCredentials(ctx, cfg.Clock.Now())
 			}},
 		sweeper.DependencyRelease{Tasks: st.Tasks},
 		sweeper.StaleStopReport{Tasks: st.Tasks, Clock: cfg.Clock, Threshold: set.StaleStopThreshold, Logger: cfg.Logger},

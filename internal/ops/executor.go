@@ -38,7 +38,7 @@ const WorkerProtocol = "The worker protocol, in order: " +
 
 // leaseOf reads lease_s: 0 (omitted) is the ledger's default lease
 // (ledger.Settings.DefaultLease, the hub's CKS_STALE_WINDOW). The bound is
-// the ledger's (ValidateClaim, naming lease_s): a number of seconds past it
+// the ledger's (a claim's validation, naming lease_s): a number of seconds past it
 // (or not a number) is given as -1, which the ledger refuses, rather than
 // converted past what a Duration holds.
 func leaseOf(seconds float64) time.Duration {
@@ -89,11 +89,14 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 			return stopped, nil
 		}
 		defer stop.end()
-		ts, creds, err := s.Tasks.ClaimCredentialed(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running,
-			Wait: in.MaxWait(), Interrupt: stop.asked},
-			func(ctx context.Context, t cks.ClaimedTask) (string, error) {
-				return auth.IssueTaskToken(ctx, s.Principals, t, worker)
-			})
+		toks := map[string]string{}
+		ts, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running,
+			Wait: in.MaxWait(), Interrupt: stop.asked,
+			Issue: func(ctx context.Context, t cks.ClaimedTask) error {
+				tok, err := auth.IssueTaskToken(ctx, s.Principals, t, worker)
+				toks[strconv.FormatInt(t.ID, 10)] = tok
+				return err
+			}})
 		if err != nil {
 			return cks.ClaimedTasks{}, err
 		}
@@ -102,10 +105,6 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 		}
 		if ts == nil {
 			ts = []cks.ClaimedTask{}
-		}
-		toks := make(map[string]string, len(creds))
-		for id, tok := range creds {
-			toks[strconv.FormatInt(id, 10)] = tok
 		}
 		return cks.ClaimedTasks{Tasks: ts, AgentTokens: toks}, nil
 	},

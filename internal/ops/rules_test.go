@@ -36,7 +36,7 @@ func TestBlankTextRulesAreTheStores(t *testing.T) {
 				t.Errorf("%s: %v, want %v", what, err, rule)
 			}
 		}
-		_, _, err := s.Tasks.Stop(ctx, open1.ID, "op", " \t ", 0)
+		_, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: open1.ID, Actor: "op", Reason: " \t "})
 		want("Stop with a blank reason", err, ledger.ValidateStopReason(""))
 		_, err = s.Tasks.Answer(ctx, asking.ID, "op", "   ")
 		want("Answer with a blank text", err, ledger.ValidateAnswer(""))

@@ -12,6 +12,7 @@ import (
 	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 )
 
@@ -58,7 +59,7 @@ func TestUnclaimedTypes(t *testing.T) {
 		enqueue("build")
 		enqueue("held")
 		enqueue("held")
-		if got, err := s.Tasks.Claim(ctx, "w", []string{"held"}, 1, time.Hour); err != nil || len(got) != 1 {
+		if got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"held"}, N: 1, Lease: time.Hour}); err != nil || len(got) != 1 {
 			t.Fatalf("claim held: %v %v", got, err)
 		}
 		enqueue("declared")

@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // Bench measures the liveness hot paths of a backend: the heartbeat upsert every
@@ -89,7 +90,7 @@ func BenchLedger(b *testing.B, newStore NewStore) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for range b.N {
-			ts, err := s.Tasks.Claim(Ctx(b), "bench", []string{"bench"}, 1, time.Hour)
+			ts, err := s.Tasks.Claim(Ctx(b), ledger.ClaimParams{Worker: "bench", Types: []string{"bench"}, N: 1, Lease: time.Hour})
 			if err != nil || len(ts) != 1 {
 				b.Fatal(len(ts), err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // FaultStores opens handles on databases whose storage fails writes, the
@@ -51,7 +52,7 @@ func StorageFaults(t *testing.T, f FaultStores) {
 				return s.Sweepers.SetSweeperDesiredRunning(Ctx(t), "lease_reaper", false)
 			},
 			"Claim": func() error {
-				_, err := s.Tasks.Claim(Ctx(t), "w", nil, 1, time.Minute)
+				_, err := s.Tasks.Claim(Ctx(t), ledger.ClaimParams{Worker: "w", N: 1, Lease: time.Minute})
 				return err
 			},
 			"CreateObject": func() error {

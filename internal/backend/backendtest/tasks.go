@@ -9,12 +9,13 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // ClaimType claims exactly one task of type typ for worker or fails the test.
 func ClaimType(t testing.TB, s *backend.Backend, worker, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(Ctx(t), worker, []string{typ}, 1, Lease)
+	ts, err := s.Tasks.Claim(Ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: Lease})
 	if err != nil {
 		t.Fatalf("Claim(%s, %s): %v", worker, typ, err)
 	}
@@ -89,7 +90,7 @@ func Into(t testing.TB, s *backend.Backend, st cks.TaskState, typ string) (cks.T
 		_, err = s.Tasks.Cancel(Ctx(t), id, "op", "dropped")
 	case cks.TaskStopped:
 		id = enq().ID
-		_, _, err = s.Tasks.Stop(Ctx(t), id, "op", "setup", 0)
+		_, err = s.Tasks.StopTask(Ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "setup"})
 	default:
 		t.Fatalf("into(%s): no recipe", st)
 	}
@@ -135,7 +136,7 @@ func MustGet(t testing.TB, s *backend.Backend, id int64) cks.Task {
 // MustClaimOne claims exactly one task of any type for worker or fails the test.
 func MustClaimOne(t testing.TB, s *backend.Backend, worker string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(Ctx(t), worker, nil, 1, Lease)
+	ts, err := s.Tasks.Claim(Ctx(t), ledger.ClaimParams{Worker: worker, N: 1, Lease: Lease})
 	if err != nil {
 		t.Fatalf("Claim(%s): %v", worker, err)
 	}

@@ -8,7 +8,7 @@
 // outcome, once the batch that carried its call has ended.
 //
 // The ledger's completer and claimer (one write transaction for the
-// Complete, Fail and Touch calls of a batch; one claim statement for its
+// Complete, Fail and Heartbeat calls of a batch; one claim statement for its
 // claims) and the SQLite driver's writer (one BEGIN IMMEDIATE … COMMIT for
 // the write transactions of a batch) are groups.
 package groupcommit

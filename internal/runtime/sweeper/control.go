@@ -25,7 +25,7 @@ import (
 // or at its restart. ADR-015 left cross-node starts out; with one
 // maintenance leader running the passes a start that reached one standby
 // hub alone would run nothing (issue 26). An override's rules are here
-// too: an id is checked by ValidateSweeperID before anything is read or
+// too: an id is checked by validateSweeperID before anything is read or
 // written, an override is an upsert dated by the clock that publishes
 // cks.TopicSweeperControl in the same transaction, and no row reads as no
 // override (nil).
@@ -42,7 +42,7 @@ func NewController(db driver.Driver, clk clock.Clock) *Controller {
 	if clk == nil {
 		clk = clock.System{}
 	}
-	return &Controller{db: db, clock: clk, reg: NewRegistry()}
+	return &Controller{db: db, clock: clk, reg: newRegistry()}
 }
 
 // Registry returns the controlled registry.
@@ -96,12 +96,12 @@ func (c *Controller) leader(ctx context.Context) (string, error) {
 // passes read now.
 func (c *Controller) override(ctx context.Context, r *Runner) (cks.SweeperStatus, error) {
 	st := r.Status()
-	o, err := c.GetSweeperDesiredRunning(ctx, r.ID())
+	o, err := c.GetSweeperDesiredRunning(ctx, r.id)
 	if err != nil {
-		return st, fmt.Errorf("read override of %s: %w", r.ID(), err)
+		return st, fmt.Errorf("read override of %s: %w", r.id, err)
 	}
 	st.DesiredRunning = o
-	if st.RecentPasses, err = c.RecentPasses(ctx, r.ID(), RecentPassesCap); err != nil {
+	if st.RecentPasses, err = c.RecentPasses(ctx, r.id, RecentPassesCap); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -126,7 +126,7 @@ func (c *Controller) set(ctx context.Context, id string, running bool) (cks.Swee
 	if err != nil {
 		return cks.SweeperStatus{}, err
 	}
-	if !r.ConfigEnabled() {
+	if !r.enabled {
 		name, _ := config.SweeperEnv(id)
 		return cks.SweeperStatus{}, fmt.Errorf("%w: %s is off (%s); the override table never enables it", ErrDisabledByConfig, id, name)
 	}
@@ -149,7 +149,7 @@ func (c *Controller) set(ctx context.Context, id string, running bool) (cks.Swee
 // TopicSweeperControl in the same transaction). An empty id is a
 // FieldError naming agent_id.
 func (c *Controller) SetSweeperDesiredRunning(ctx context.Context, id string, running bool) error {
-	if err := ValidateSweeperID(id); err != nil {
+	if err := validateSweeperID(id); err != nil {
 		return err
 	}
 	err := c.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
@@ -167,7 +167,7 @@ func (c *Controller) SetSweeperDesiredRunning(ctx context.Context, id string, ru
 // GetSweeperDesiredRunning returns the override, or nil when there is no
 // row. An empty id is a FieldError naming agent_id.
 func (c *Controller) GetSweeperDesiredRunning(ctx context.Context, id string) (*bool, error) {
-	if err := ValidateSweeperID(id); err != nil {
+	if err := validateSweeperID(id); err != nil {
 		return nil, err
 	}
 	running, err := c.db.Executor().SweeperControlGet(ctx, id)
@@ -196,7 +196,7 @@ const trimBatch = 100
 // the row and the trim of the sweeper's passes beyond PassesKept, in one
 // transaction. An invalid id is a FieldError naming agent_id.
 func (c *Controller) RecordPass(ctx context.Context, id string, p cks.SweeperPass) error {
-	if err := ValidateSweeperID(id); err != nil {
+	if err := validateSweeperID(id); err != nil {
 		return err
 	}
 	row := driver.SweeperPassRow{AgentID: id, HubID: p.Hub, StartedAt: driver.Time(p.At), DurationMS: p.DurationMS,
@@ -224,7 +224,7 @@ func (c *Controller) RecordPass(ctx context.Context, id string, p cks.SweeperPas
 // RecentPasses returns the newest limit passes of sweeper id, newest first,
 // whichever hub ran them.
 func (c *Controller) RecentPasses(ctx context.Context, id string, limit int) ([]cks.SweeperPass, error) {
-	if err := ValidateSweeperID(id); err != nil {
+	if err := validateSweeperID(id); err != nil {
 		return nil, err
 	}
 	rows, err := c.db.Executor().SweeperPassRecent(ctx, driver.SweeperPassRecentParams{AgentID: id, Limit: limit})

@@ -115,7 +115,7 @@ func newTestRunner(t testing.TB, s Sweeper, opts Options) (*Runner, *probe) {
 		opts.Clock = clock.NewFake(t0())
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
-	r, err := NewRunner(s, opts)
+	r, err := newRunner(s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

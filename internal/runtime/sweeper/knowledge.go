@@ -461,17 +461,6 @@ func (g *GraphHealth) Details() any {
 	return r
 }
 
-// Report returns the report of the last successful pass, or nil.
-func (g *GraphHealth) Report() *GraphReport {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.last == nil {
-		return nil
-	}
-	r := *g.last
-	return &r
-}
-
 // Node flags of the graph_health pass.
 const (
 	nodeTouched uint8 = 1 << iota // an end of some edge

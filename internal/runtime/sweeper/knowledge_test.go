@@ -355,7 +355,7 @@ func TestGraphHealth(t *testing.T) {
 			t.Fatal("details before the first pass")
 		}
 		f.sweep(g, 2+5) // two orphans, five objects on cycles
-		r := g.Report()
+		r := report(t, g)
 		a, b, c, ff, gg := ids["a"], ids["b"], ids["c"], ids["f"], ids["g"]
 		want := sweeper.GraphReport{Objects: 13, Edges: 11, Orphans: 2, DanglingEdges: 0, CycleMembers: 5,
 			Cycles: [][]int64{{a, b, c, a}, {ff, gg, ff}}, EnrichEnqueued: 2}
@@ -371,13 +371,13 @@ func TestGraphHealth(t *testing.T) {
 
 		// Second pass: same counts, no new tasks.
 		f.sweep(g, 7)
-		if r := g.Report(); r.EnrichEnqueued != 0 || r.Orphans != 2 {
+		if r := report(t, g); r.EnrichEnqueued != 0 || r.Orphans != 2 {
 			t.Fatalf("second pass %+v", r)
 		}
 		// Linking an orphan and breaking a cycle show in the next pass.
 		f.edge(o1, ids["x"], "related_to")
 		f.sweep(g, 1+5)
-		if r := g.Report(); r.Orphans != 1 || r.Edges != 12 {
+		if r := report(t, g); r.Orphans != 1 || r.Edges != 12 {
 			t.Fatalf("after linking: %+v", r)
 		}
 	})
@@ -407,7 +407,7 @@ func TestGraphHealthDangling(t *testing.T) {
 			return es, nil
 		})}
 		f.sweep(g, 2)
-		if r := g.Report(); r.DanglingEdges != 2 || r.Orphans != 0 || r.Edges != 3 {
+		if r := report(t, g); r.DanglingEdges != 2 || r.Orphans != 0 || r.Edges != 3 {
 			t.Fatalf("report %+v", r)
 		}
 	})
@@ -426,4 +426,15 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// report is g's report of its last successful pass, as the runner records
+// it (Details), or fails the test before the first.
+func report(t *testing.T, g *sweeper.GraphHealth) sweeper.GraphReport {
+	t.Helper()
+	r, ok := g.Details().(sweeper.GraphReport)
+	if !ok {
+		t.Fatalf("details %#v, want a GraphReport", g.Details())
+	}
+	return r
 }

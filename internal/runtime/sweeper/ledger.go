@@ -46,7 +46,7 @@ type LeaseReaper struct {
 	StaleWindow time.Duration
 	// ClaimTokens, when set, deletes the credentials that no longer
 	// authenticate — the task-scoped credentials of leases that ended, and
-	// the studio sessions that expired (auth.DeleteEndedCredentials) — and
+	// the studio sessions that expired (auth.Service.DeleteEndedCredentials) — and
 	// returns how many.
 	ClaimTokens func(context.Context) (int, error)
 }

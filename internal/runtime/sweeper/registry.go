@@ -39,13 +39,13 @@ type Registry struct {
 	byID    map[string]*Runner
 }
 
-// NewRegistry returns an empty Registry.
-func NewRegistry() *Registry { return &Registry{} }
+// newRegistry returns an empty Registry.
+func newRegistry() *Registry { return &Registry{} }
 
 // Register adds a runner for s: registering a sweeper is this one call. The
 // runner is not started; see StartAll.
 func (g *Registry) Register(s Sweeper, opts Options) (*Runner, error) {
-	r, err := NewRunner(s, opts)
+	r, err := newRunner(s, opts)
 	if err != nil {
 		return nil, fmt.Errorf("register sweeper: %w", err)
 	}
@@ -72,8 +72,8 @@ func (g *Registry) Get(id string) (*Runner, error) {
 	return nil, &UnknownSweeperError{ID: id, Known: g.idsLocked()}
 }
 
-// IDs returns the registered ids in registration order.
-func (g *Registry) IDs() []string {
+// ids returns the registered ids in registration order.
+func (g *Registry) ids() []string {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.idsLocked()
@@ -104,13 +104,13 @@ func (g *Registry) List() []cks.SweeperStatus {
 	return out
 }
 
-// StartAll applies the start-up rule (StartIfAllowed) to every runner in
+// StartAll applies the start-up rule (startIfAllowed) to every runner in
 // registration order. A runner that fails does not keep the others from
 // starting; the failures are returned joined.
 func (g *Registry) StartAll(ctx context.Context, o Overrides) error {
 	var errs []error
 	for _, r := range g.Runners() {
-		if _, err := StartIfAllowed(ctx, r, o); err != nil {
+		if _, err := startIfAllowed(ctx, r, o); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -119,7 +119,7 @@ func (g *Registry) StartAll(ctx context.Context, o Overrides) error {
 
 // Follow applies the overrides another node may have changed (a process
 // calls it on every cks.TopicSweeperControl notification): a running
-// runner re-reads its override at once (Poke: a stop stops it), and a
+// runner re-reads its override at once (wake: a stop stops it), and a
 // stopped, config-enabled runner whose override is now explicitly true is
 // started. So a start through any hub starts the sweeper on every hub, the
 // maintenance leader among them — without it a start through a hub that
@@ -131,10 +131,10 @@ func (g *Registry) Follow(ctx context.Context, o Overrides) error {
 	var errs []error
 	for _, r := range g.Runners() {
 		if r.Status().Running {
-			r.Poke()
+			r.wake()
 			continue
 		}
-		if !r.ConfigEnabled() || o == nil {
+		if !r.enabled || o == nil {
 			continue
 		}
 		want, err := o.GetSweeperDesiredRunning(ctx, r.id)
@@ -168,13 +168,13 @@ func (g *Registry) StopAll(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// StartIfAllowed is the start-up rule of ADR-015 §2. A config-disabled runner
+// startIfAllowed is the start-up rule of ADR-015 §2. A config-disabled runner
 // is never started, whatever the override says; otherwise the override is read
 // once (o may be nil: no override store) and the runner is started unless it
 // is explicitly false. It reports whether the runner is running afterwards. A
 // failed override read is returned as an error and the runner is left stopped.
-func StartIfAllowed(ctx context.Context, r *Runner, o Overrides) (started bool, err error) {
-	if !r.ConfigEnabled() {
+func startIfAllowed(ctx context.Context, r *Runner, o Overrides) (started bool, err error) {
+	if !r.enabled {
 		r.log.Info("sweeper disabled by configuration; not started")
 		return false, nil
 	}

@@ -48,7 +48,7 @@ func TestStartIfAllowed(t *testing.T) {
 					return c.row, c.readErr
 				})
 			}
-			started, err := StartIfAllowed(context.Background(), r, o)
+			started, err := startIfAllowed(context.Background(), r, o)
 			if started != c.wantStarted || !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
 				t.Fatalf("StartIfAllowed = %v, %v; want %v, %v", started, err, c.wantStarted, c.wantErr)
 			}
@@ -77,7 +77,7 @@ func equalPtr[T comparable](a, b *T) bool {
 
 func TestRegistry(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
-	g := NewRegistry()
+	g := newRegistry()
 	if _, err := g.Get("lease_reaper"); err == nil || !strings.Contains(err.Error(), "known sweepers: none") {
 		t.Fatalf("Get on an empty registry = %v", err)
 	}
@@ -95,7 +95,7 @@ func TestRegistry(t *testing.T) {
 		}
 	}()
 	wantIDs := []string{"lease_reaper", "dependency_release", "stale_stop_report", "contradiction"}
-	if got := g.IDs(); !slices.Equal(got, wantIDs) {
+	if got := g.ids(); !slices.Equal(got, wantIDs) {
 		t.Fatalf("IDs = %v, want registration order %v", got, wantIDs)
 	}
 
@@ -107,7 +107,7 @@ func TestRegistry(t *testing.T) {
 	}
 
 	r, err := g.Get("stale_stop_report")
-	if err != nil || r.ID() != "stale_stop_report" {
+	if err != nil || r.id != "stale_stop_report" {
 		t.Fatalf("Get = %v, %v", r, err)
 	}
 	_, err = g.Get("graph_health")

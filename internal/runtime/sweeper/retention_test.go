@@ -120,8 +120,7 @@ func TestRetentionStandsBy(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s, r := retentionFixture(t, open, 7*24*time.Hour)
 		var lead atomic.Bool
-		reg := sweeper.NewRegistry()
-		run, err := reg.Register(r, sweeper.Options{Interval: time.Hour, ConfigEnabled: true, Leader: leaderFunc(lead.Load),
+		run, err := s.Sweepers.Registry().Register(r, sweeper.Options{Interval: time.Hour, ConfigEnabled: true, Leader: leaderFunc(lead.Load),
 			Clock: clock.NewFake(backendtest.T0)})
 		if err != nil {
 			t.Fatal(err)

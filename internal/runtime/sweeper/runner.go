@@ -59,8 +59,8 @@ type hooks struct {
 	selfStop  func()          // on the loop goroutine, before selfStop takes the control lock
 }
 
-// NewRunner returns a stopped Runner for s.
-func NewRunner(s Sweeper, opts Options) (*Runner, error) {
+// newRunner returns a stopped Runner for s.
+func newRunner(s Sweeper, opts Options) (*Runner, error) {
 	if s == nil {
 		return nil, fmt.Errorf("new runner: nil sweeper")
 	}
@@ -105,15 +105,6 @@ func NewRunner(s Sweeper, opts Options) (*Runner, error) {
 	return r, nil
 }
 
-// ID returns the sweeper's id.
-func (r *Runner) ID() string { return r.id }
-
-// ConfigEnabled reports whether configuration enables the sweeper.
-func (r *Runner) ConfigEnabled() bool { return r.enabled }
-
-// Interval returns the wait between passes.
-func (r *Runner) Interval() time.Duration { return r.interval }
-
 // Status returns a snapshot of the sweeper's status.
 func (r *Runner) Status() cks.SweeperStatus {
 	r.mu.Lock()
@@ -148,11 +139,11 @@ func (r *Runner) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Poke wakes a waiting loop to read its override now instead of at the end of
+// wake wakes a waiting loop to read its override now instead of at the end of
 // the interval, e.g. on a notification that another node recorded a stop. It
 // does not trigger an extra pass, never blocks, and coalesces with pokes not
 // yet seen.
-func (r *Runner) Poke() {
+func (r *Runner) wake() {
 	select {
 	case r.poke <- struct{}{}:
 	default:
@@ -301,7 +292,7 @@ func (r *Runner) sweepOnce(ctx context.Context) (count int, err error) {
 }
 
 // waitInterval waits one interval on the runner's clock, reading the
-// override early on every Poke and once more at the end. It reports whether
+// override early on every wake and once more at the end. It reports whether
 // the loop should run another pass.
 func (r *Runner) waitInterval(ctx context.Context) bool {
 	t := r.clock.NewTimer(r.interval)

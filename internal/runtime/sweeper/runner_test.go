@@ -33,7 +33,7 @@ func TestNewRunnerRejectsBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := NewRunner(c.s, c.opts)
+			r, err := newRunner(c.s, c.opts)
 			if err == nil {
 				t.Fatalf("NewRunner = %v, nil; want an error", r)
 			}
@@ -311,7 +311,7 @@ func TestOverrideFalseStopsTheLoopAtTheNextTick(t *testing.T) {
 	}
 }
 
-// Poke makes the check happen now, not after a one-hour interval; after a
+// wake makes the check happen now, not after a one-hour interval; after a
 // self-stop, Stop is a no-op and Start starts a fresh loop.
 func TestPokeAppliesTheOverrideWithoutWaitingTheInterval(t *testing.T) {
 	o := &atomicOverride{} // no row
@@ -319,14 +319,14 @@ func TestPokeAppliesTheOverrideWithoutWaitingTheInterval(t *testing.T) {
 	mustStart(t, r)
 	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
 
-	r.Poke() // no row: keeps running
+	r.wake() // no row: keeps running
 	p.waitFor(t, r, "the first read", func(cks.SweeperStatus) bool { return o.reads.Load() == 1 })
 	if st := r.Status(); !st.Running || st.DesiredRunning != nil {
 		t.Fatalf("no row must not stop the loop: %+v", st)
 	}
 
 	o.set(ptr(false))
-	r.Poke()
+	r.wake()
 	st := p.waitFor(t, r, "the self-stop", func(s cks.SweeperStatus) bool { return !s.Running && p.live.Load() == 0 })
 	if st.RunCount != 1 || st.DesiredRunning == nil || *st.DesiredRunning {
 		t.Fatalf("after the poke: %+v", st)
@@ -367,7 +367,7 @@ func TestSelfStopRacingStopDoesNotDeadlock(t *testing.T) {
 	}
 	mustStart(t, r)
 	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
-	r.Poke()
+	r.wake()
 	recv(t, atSelfStop, "the loop to decide to stop itself")
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.Stop(context.Background()) }()
@@ -402,11 +402,11 @@ func TestStartDuringOverrideReadWinsOverAStaleFalse(t *testing.T) {
 	r, p := newTestRunner(t, noop("fork_detection"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
 	mustStart(t, r)
 	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
-	r.Poke()
+	r.wake()
 	recv(t, inRead, "the override read")
 	mustStart(t, r) // already running: a no-op that still takes the lock
 	close(release)
-	r.Poke() // the second read (false, after no newer Start) stops the loop
+	r.wake() // the second read (false, after no newer Start) stops the loop
 	st := p.waitFor(t, r, "the self-stop", func(s cks.SweeperStatus) bool { return !s.Running && p.live.Load() == 0 })
 	if reads != 2 {
 		t.Fatalf("the loop stopped after %d override reads, want 2 (the stale first read must not stop it)", reads)
@@ -429,7 +429,7 @@ func TestOverrideReadErrorIsRecordedAndTheLoopContinues(t *testing.T) {
 		r, p := newTestRunner(t, noop("contradiction"), Options{Interval: time.Hour, ConfigEnabled: true, Overrides: o})
 		mustStart(t, r)
 		p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
-		r.Poke()
+		r.wake()
 		st := p.waitFor(t, r, "the read error", func(s cks.SweeperStatus) bool { return s.LastError != nil })
 		if got := errText(st.LastError); got != "read override: store down" || !st.Running || p.live.Load() != 1 {
 			t.Fatalf("last_error %q, running %v, live loops %d", got, st.Running, p.live.Load())

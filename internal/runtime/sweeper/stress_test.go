@@ -55,7 +55,7 @@ func TestStressConcurrentStartStop(t *testing.T) {
 			if err != nil {
 				errs <- err
 			}
-			r.Poke()
+			r.wake()
 			_ = r.Status()
 		})
 	}

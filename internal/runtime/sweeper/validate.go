@@ -6,9 +6,9 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// ValidateSweeperID reports a FieldError naming agent_id when id is empty or
+// validateSweeperID reports a FieldError naming agent_id when id is empty or
 // blank; backends call it before touching cks_sweeper_control.
-func ValidateSweeperID(id string) error {
+func validateSweeperID(id string) error {
 	if err := cks.ValidateText("agent_id", id); err != nil {
 		return err
 	}

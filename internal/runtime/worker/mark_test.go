@@ -63,9 +63,9 @@ func claimRunning(t testing.TB, st *backend.Backend, title, worker string) cks.C
 	if _, _, err := st.Tasks.Enqueue(ctx(t), cks.NewTask{Type: "build", Title: title}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
+	got, err := st.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour, Running: true})
 	if err != nil || len(got) != 1 {
-		t.Fatalf("ClaimWith = %v, %v", got, err)
+		t.Fatalf("Claim = %v, %v", got, err)
 	}
 	return got[0]
 }
@@ -106,7 +106,7 @@ func drain(c *counted) {
 // without waiting for the confirmation.
 func stopTask(t testing.TB, op *backend.Backend, task cks.ClaimedTask) {
 	t.Helper()
-	if _, _, err := op.Tasks.Stop(ctx(t), task.ID, "operator", "between claim and run", 30*time.Second); err != nil {
+	if _, err := op.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "between claim and run", Deadline: 30 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,7 +27,7 @@ import (
 // Store is the part of the ledger an executor uses.
 type Store interface {
 	MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error)
-	Touch(ctx context.Context, id int64, leaseToken string) (bool, error)
+	Heartbeat(ctx context.Context, id int64, leaseToken string) (cks.TouchResult, error)
 	Complete(ctx context.Context, id int64, leaseToken string, needsReview bool, result string) (cks.Task, error)
 	Fail(ctx context.Context, id int64, leaseToken string, retryable bool, reason string) (cks.Task, error)
 	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (cks.Evidence, error)
@@ -262,10 +262,14 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 	// through the watch cancels rctx, its parent, with errLeaseLost.
 	hb, kctx, err := lease.Keep(rctx, lease.Config{Every: e.heartbeatEvery(t), Clock: e.opts.Clock,
 		Logger: e.log.With("task_id", t.ID), Renew: func(ctx context.Context) error {
-			if _, err := e.st.Touch(ctx, t.ID, token); errors.Is(err, cks.ErrNotFound) {
+			r, err := e.st.Heartbeat(ctx, t.ID, token)
+			switch {
+			case errors.Is(err, cks.ErrNotFound):
 				return fmt.Errorf("%w: %w", errLeaseLost, err)
-			} else if err != nil {
+			case err != nil:
 				return err
+			case !r.Held:
+				return fmt.Errorf("task %d: the heartbeat found the lease gone: %w", t.ID, cks.ErrLeaseLost)
 			}
 			return nil
 		}})

@@ -41,7 +41,7 @@ func claim(t testing.TB, st *backend.Backend, n cks.NewTask, worker string) cks.
 	if _, _, err := st.Tasks.Enqueue(ctx(t), n); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.Tasks.Claim(ctx(t), worker, []string{"build"}, 1, time.Hour)
+	got, err := st.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{"build"}, N: 1, Lease: time.Hour})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Claim = %v, %v", got, err)
 	}
@@ -171,7 +171,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			AcceptanceCriteria: "a form with user and password"}); err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := st.Tasks.Claim(ctx(t), "agent-a", []string{"build"}, 1, time.Hour)
+		claimed, err := st.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "agent-a", Types: []string{"build"}, N: 1, Lease: time.Hour})
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
@@ -213,7 +213,7 @@ func TestReentryFromTheTop(t *testing.T) {
 			t.Fatalf("start = %+v, %v", started, err)
 		}
 
-		claimed, err = st.Tasks.Claim(ctx(t), "agent-b", []string{"build"}, 1, time.Hour)
+		claimed, err = st.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "agent-b", Types: []string{"build"}, N: 1, Lease: time.Hour})
 		if err != nil || len(claimed) != 1 {
 			t.Fatal(claimed, err)
 		}
@@ -356,7 +356,7 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 		// before the abort watch's first check, which then found it lost
 		// and stopped the heartbeat before it ever armed its clock. The
 		// test's reclaim takes it all the same (expired before now+1h).
-		got, err := st.Tasks.Claim(ctx(t), "w", []string{"build"}, 1, 30*time.Minute)
+		got, err := st.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"build"}, N: 1, Lease: 30 * time.Minute})
 		if err != nil || len(got) != 1 {
 			t.Fatal(got, err)
 		}
@@ -439,7 +439,7 @@ func TestHeartbeatEveryThirdOfTheLease(t *testing.T) {
 		}
 		c.Advance(time.Nanosecond)
 		for i := 1; i <= 2; i++ {
-			// The next wait is armed once this beat's Touch returned.
+			// The next wait is armed once this beat's Heartbeat returned.
 			if err := c.WaitArmed(ctx(t), 1); err != nil {
 				t.Fatal(err)
 			}
@@ -550,7 +550,7 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 
 		// A lost lease is an answer: one call, no retry.
 		lost := claim(t, st, cks.NewTask{Title: "stopped"}, "w")
-		if _, _, err := st.Tasks.Stop(ctx(t), lost.ID, "op", "hold", time.Second); err != nil {
+		if _, err := st.Tasks.StopTask(ctx(t), ledger.StopParams{ID: lost.ID, Actor: "op", Reason: "hold", Deadline: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		f.calls = map[string]int{}

@@ -72,8 +72,8 @@ func HashToken(tok string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CheckFormat reports whether tok has the shape NewToken produces.
-func CheckFormat(tok string) error {
+// checkFormat reports whether tok has the shape NewToken produces.
+func checkFormat(tok string) error {
 	if tok == "" {
 		return fmt.Errorf("missing token: expected an Authorization: Bearer %s… header: %w", tokenPrefix, ErrUnauthenticated)
 	}
@@ -98,7 +98,7 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (cks.Principal, 
 // (WithPrincipalGrants), so that an authenticated request reads the
 // database once at most. The grants are shared: not to be modified.
 func (s *Service) AuthenticateWithGrants(ctx context.Context, tok string) (cks.Principal, []cks.Grant, error) {
-	if err := CheckFormat(tok); err != nil {
+	if err := checkFormat(tok); err != nil {
 		return cks.Principal{}, nil, err
 	}
 	p, grants, err := s.principalAuth(ctx, HashToken(tok))
@@ -115,7 +115,7 @@ func (s *Service) AuthenticateWithGrants(ctx context.Context, tok string) (cks.P
 // hash is stored, and the token is written with mode 0600. It reports whether a
 // token was created.
 func EnsureAdminToken(ctx context.Context, s *Service, dir datadir.Dir, c clock.Clock) (bool, error) {
-	if tok, err := dir.ReadToken(); err == nil && CheckFormat(tok) == nil {
+	if tok, err := dir.ReadToken(); err == nil && checkFormat(tok) == nil {
 		_, err := s.PrincipalByTokenHash(ctx, HashToken(tok))
 		if err == nil {
 			return false, nil

@@ -61,14 +61,14 @@ var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, Resourc
 // TaskResource returns /tasks/ID.
 func TaskResource(id int64) string { return ResourceTasks + "/" + strconv.FormatInt(id, 10) }
 
-// SweeperResource returns /sweepers/ID.
-func SweeperResource(id string) string { return ResourceSweepers + "/" + id }
+// sweeperResource returns /sweepers/ID.
+func sweeperResource(id string) string { return ResourceSweepers + "/" + id }
 
 // ProcessResource returns /processes/KIND.
 func ProcessResource(kind string) string { return ResourceProcesses + "/" + kind }
 
-// ValidPermission reports whether perm is one of Permissions.
-func ValidPermission(perm string) error {
+// validPermission reports whether perm is one of Permissions.
+func validPermission(perm string) error {
 	if !slices.Contains(Permissions, perm) {
 		return &cks.FieldError{Field: "permission", Expected: fmt.Sprintf("one of %s, got %q", strings.Join(Permissions, ", "), perm)}
 	}
@@ -118,7 +118,7 @@ func ParseGrant(s string) (cks.Grant, error) {
 
 // ValidGrant reports whether g names a known permission on a valid resource.
 func ValidGrant(g cks.Grant) error {
-	if err := ValidPermission(g.Permission); err != nil {
+	if err := validPermission(g.Permission); err != nil {
 		return err
 	}
 	return ValidResource(g.Resource)
@@ -155,7 +155,7 @@ func AllowsWithin(grants []cks.Grant, perm, resource string) bool {
 	return false
 }
 
-// Check, CheckWithin and the Require functions are the one place
+// Check, checkWithin and the Require functions are the one place
 // permissions are checked, for the HTTP API, the MCP tools and the studio
 // alike. Nothing is cached across requests: a check reads the principal's
 // grants, or uses those its request read with the principal
@@ -169,9 +169,9 @@ func (s *Service) Check(ctx context.Context, p cks.Principal, perm, resource str
 	return s.check(ctx, p, perm, []string{resource}, Allows)
 }
 
-// CheckWithin is Check by AllowsWithin: nil when p holds perm on resource,
+// checkWithin is Check by AllowsWithin: nil when p holds perm on resource,
 // an ancestor or a node below it, else a *ForbiddenError naming resource.
-func (s *Service) CheckWithin(ctx context.Context, p cks.Principal, perm, resource string) error {
+func (s *Service) checkWithin(ctx context.Context, p cks.Principal, perm, resource string) error {
 	return s.check(ctx, p, perm, []string{resource}, AllowsWithin)
 }
 
@@ -272,7 +272,7 @@ func Require(ctx context.Context, perm, resource string) error {
 	return requireBy(ctx, perm, []string{resource}, Allows)
 }
 
-// RequireWithin is Require by CheckWithin: that the caller in ctx holds
+// RequireWithin is Require by checkWithin: that the caller in ctx holds
 // perm on resource, an ancestor or a node below it (the check a surface
 // makes before it knows which node a call names).
 func RequireWithin(ctx context.Context, perm, resource string) error {
@@ -359,13 +359,4 @@ func IssueTaskToken(ctx context.Context, s *Service, c cks.ClaimedTask, worker s
 		Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
 	_, tok, err := createToken(ctx, s, nil, p, TaskTokenGrants(c.ID))
 	return tok, err
-}
-
-// RevokeEndedClaimTokens deletes the credentials IssueTaskToken made whose
-// lease has ended (Principals.DeleteEndedLeasePrincipals) and returns
-// how many. They no longer authenticate already; this keeps the principals
-// table from growing with every claim. Credentials made with `cks token
-// create --task` are not bound to a lease and are left alone.
-func RevokeEndedClaimTokens(ctx context.Context, ps *Service) (int, error) {
-	return ps.DeleteEndedLeasePrincipals(ctx)
 }

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/service/auth"
 )
 
@@ -101,11 +101,11 @@ func TestCheckAndRequire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claimed, err := s.Tasks.Claim(ctx, "worker", []string{"mine"}, 1, time.Minute)
-	if err != nil || len(claimed) != 1 || claimed[0].ID != 7 {
-		t.Fatalf("claim of task 7: %+v, %v", claimed, err)
+	claimed := backendtest.ClaimType(t, s, "worker", "mine")
+	if claimed.ID != 7 {
+		t.Fatalf("claim of task 7: %+v", claimed)
 	}
-	tok, err := auth.IssueTaskToken(ctx, s.Principals, claimed[0], "worker")
+	tok, err := auth.IssueTaskToken(ctx, s.Principals, claimed, "worker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestCheckAndRequire(t *testing.T) {
 
 // TestTaskTokenEndsWithItsLease: the credential IssueTaskToken makes for a
 // claim authenticates while the lease runs and not a moment after it ends;
-// RevokeEndedClaimTokens then deletes it, and leaves alone a credential an
+// DeleteEndedCredentials then deletes it, and leaves alone a credential an
 // operator made for the same task (unbound) and one of a live lease.
 func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	ctx := context.Background()
@@ -166,11 +166,7 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 	}
 	claim := func(typ string) cks.ClaimedTask {
 		t.Helper()
-		cs, err := s.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Minute)
-		if err != nil || len(cs) != 1 {
-			t.Fatalf("claim %s: %v, %v", typ, cs, err)
-		}
-		return cs[0]
+		return backendtest.ClaimType(t, s, "w", typ)
 	}
 	done, live := claim("done"), claim("live")
 	if _, err := auth.IssueTaskToken(ctx, s.Principals, cks.ClaimedTask{Task: done.Task}, "w"); !cks.IsFieldError(err, "task_id") {
@@ -205,8 +201,8 @@ func TestTaskTokenEndsWithItsLease(t *testing.T) {
 			t.Fatalf("after another lease ended: %v", err)
 		}
 	}
-	if n, err := auth.RevokeEndedClaimTokens(ctx, s.Principals); err != nil || n != 1 {
-		t.Fatalf("RevokeEndedClaimTokens = %d, %v; want 1", n, err)
+	if n, err := s.Principals.DeleteEndedCredentials(ctx, backendtest.T0); err != nil || n != 1 {
+		t.Fatalf("DeleteEndedCredentials = %d, %v; want 1", n, err)
 	}
 	ps, err := s.Principals.ListPrincipals(ctx)
 	if err != nil || len(ps) != 2 {

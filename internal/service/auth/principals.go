@@ -12,9 +12,9 @@ import (
 // Service is authentication and authorization over a driver: identities,
 // the hashes of their tokens, their grants and the studio's sessions, and
 // the checks of a bearer token (Authenticate), a session (Login,
-// AuthenticateSession, Logout) and a permission (Check, CheckWithin), with
+// AuthenticateSession, Logout) and a permission (Check, checkWithin), with
 // every rule of them here, once for both dialects — the input check
-// (ValidatePrincipal), a principal and its grants written in one transaction, the lease binding of a task
+// (validatePrincipal), a principal and its grants written in one transaction, the lease binding of a task
 // credential (it authenticates only while its task's lease is the one it
 // was issued with: the driver's PrincipalByTokenHash decides it in the read
 // that finds it, so a credential dies in the very transaction that ends its
@@ -35,7 +35,7 @@ func NewService(db driver.Driver) *Service { return &Service{db: db} }
 // of its token and its grants in one transaction. A duplicate ID or token
 // hash is ErrConflict.
 func (s *Service) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHash string, grants []cks.Grant) error {
-	if err := ValidatePrincipal(p, tokenHash, grants); err != nil {
+	if err := validatePrincipal(p, tokenHash, grants); err != nil {
 		return err
 	}
 	row := driver.PrincipalRow{ID: p.ID, Name: p.Name, TokenHash: tokenHash, CreatedAt: driver.Time(p.CreatedAt)}
@@ -114,10 +114,10 @@ func grantsOf(rows []driver.GrantRow) []cks.Grant {
 	return out
 }
 
-// DeleteEndedLeasePrincipals deletes, with their grants, the principals
+// deleteEndedLeasePrincipals deletes, with their grants, the principals
 // bound to leases that are no longer current (they no longer
 // authenticate; this only removes the rows), and returns how many.
-func (s *Service) DeleteEndedLeasePrincipals(ctx context.Context) (int, error) {
+func (s *Service) deleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error

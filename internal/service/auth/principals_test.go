@@ -311,7 +311,7 @@ func testSessionsPaged(t *testing.T, open backendtest.Opener) {
 }
 
 // testSessionsExpire: from its expires_at on a session is refused and
-// deleted; DeleteExpiredSessions removes the expired ones nobody presents.
+// deleted; DeleteEndedCredentials removes the expired ones nobody presents.
 func testSessionsExpire(t *testing.T, open backendtest.Opener) {
 	s := open(t)
 	mustPrincipal(t, s, "admin", backendtest.T0, adminGrant)
@@ -327,8 +327,8 @@ func testSessionsExpire(t *testing.T, open backendtest.Opener) {
 	if list, _ := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); len(list.Sessions) != 2 {
 		t.Fatalf("after an expired session was presented: %+v, want it deleted", list)
 	}
-	if n, err := s.Principals.DeleteExpiredSessions(ctx(t), backendtest.T0.Add(time.Minute)); err != nil || n != 1 {
-		t.Fatalf("DeleteExpiredSessions = %d, %v; want 1 (idle)", n, err)
+	if n, err := s.Principals.DeleteEndedCredentials(ctx(t), backendtest.T0.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("DeleteEndedCredentials = %d, %v; want 1 (idle)", n, err)
 	}
 	if list, _ := s.Principals.ListSessions(ctx(t), cks.ListSessionsInput{}); len(list.Sessions) != 1 || list.Sessions[0] != long {
 		t.Fatalf("sessions left: %+v, want only %+v", list, long)

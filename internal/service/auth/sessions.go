@@ -36,11 +36,11 @@ const MaxSessionsPerPrincipal = 16
 // malformed token.
 const sessionPrefix = "ckss_"
 
-// NewSessionSecret returns a fresh random session secret (256 bits, as a
+// newSessionSecret returns a fresh random session secret (256 bits, as a
 // bearer token's).
-func NewSessionSecret() (string, error) { return newSecret(sessionPrefix) }
+func newSessionSecret() (string, error) { return newSecret(sessionPrefix) }
 
-// checkSessionFormat reports whether secret has the shape NewSessionSecret
+// checkSessionFormat reports whether secret has the shape newSessionSecret
 // produces.
 func checkSessionFormat(secret string) error {
 	if secret == "" {
@@ -66,7 +66,7 @@ func (s *Service) Login(ctx context.Context, tok string, now time.Time) (string,
 	if p.Lease != nil {
 		return "", cks.Session{}, fmt.Errorf("a claim'sess task credential cannot sign in to the studio: %w", ErrUnauthenticated)
 	}
-	secret, err := NewSessionSecret()
+	secret, err := newSessionSecret()
 	if err != nil {
 		return "", cks.Session{}, err
 	}
@@ -132,14 +132,18 @@ func (s *Service) Logout(ctx context.Context, secret string, now time.Time) erro
 
 // DeleteEndedCredentials is the periodic cleanup of credentials that no
 // longer authenticate (the lease reaper runs it): the task credentials of
-// ended leases (RevokeEndedClaimTokens) and the sessions expired at now.
-// It returns how many rows of both it deleted.
-func DeleteEndedCredentials(ctx context.Context, ps *Service, now time.Time) (int, error) {
-	n, err := RevokeEndedClaimTokens(ctx, ps)
+// ended leases (deleteEndedLeasePrincipals: the credentials IssueTaskToken
+// made, which no longer authenticate already; this keeps the principals
+// table from growing with every claim — credentials made with `cks token
+// create --task` are not bound to a lease and are left alone) and the
+// sessions expired at now (deleteExpiredSessions). It returns how many
+// rows of both it deleted.
+func (s *Service) DeleteEndedCredentials(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.deleteEndedLeasePrincipals(ctx)
 	if err != nil {
 		return n, err
 	}
-	m, err := ps.DeleteExpiredSessions(ctx, now)
+	m, err := s.deleteExpiredSessions(ctx, now)
 	return n + m, err
 }
 
@@ -303,9 +307,9 @@ func (s *Service) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// DeleteExpiredSessions removes the sessions expired at now and
+// deleteExpiredSessions removes the sessions expired at now and
 // returns how many.
-func (s *Service) DeleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
+func (s *Service) deleteExpiredSessions(ctx context.Context, now time.Time) (int, error) {
 	var n int
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		var err error

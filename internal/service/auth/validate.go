@@ -6,13 +6,13 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// ValidatePrincipal reports the first argument of CreatePrincipal that a
+// validatePrincipal reports the first argument of CreatePrincipal that a
 // backend must not store: text that is not ValidateText's (id, name,
 // token_hash, grants[i].resource and .permission), then an empty id, name or
 // token hash (FieldError principal), or a lease binding that names no task
 // or no lease token hash (FieldError lease). Whether a grant names a known
 // permission on a node of the resource tree is package auth's rule.
-func ValidatePrincipal(p cks.Principal, tokenHash string, grants []cks.Grant) error {
+func validatePrincipal(p cks.Principal, tokenHash string, grants []cks.Grant) error {
 	for _, f := range []struct{ name, v string }{{"id", p.ID}, {"name", p.Name}, {"token_hash", tokenHash}} {
 		if err := cks.ValidateText(f.name, f.v); err != nil {
 			return err

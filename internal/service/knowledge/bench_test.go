@@ -56,14 +56,14 @@ func merge1k(tb testing.TB) (base, ours, theirs json.RawMessage) {
 
 func BenchmarkMerge3_1kFields(b *testing.B) {
 	base, ours, theirs := merge1k(b)
-	_, cs, err := Merge3(base, ours, theirs, DeterministicResolver)
+	_, cs, err := merge3(base, ours, theirs, DeterministicResolver)
 	if err != nil || len(cs) != 4 {
 		b.Fatalf("setup: %d conflicts, %v", len(cs), err)
 	}
 	b.SetBytes(int64(len(base) + len(ours) + len(theirs)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := Merge3(base, ours, theirs, DeterministicResolver); err != nil {
+		if _, _, err := merge3(base, ours, theirs, DeterministicResolver); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -101,15 +101,15 @@ func BenchmarkLCA_1kVersions(b *testing.B) {
 		b.Fatalf("setup: %d heads", len(heads))
 	}
 	x, y := heads[len(heads)-2], heads[len(heads)-1]
-	l, err := LCA(parents, x, y)
+	l, err := lca(parents, x, y)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(len(heads)), "heads")
-	b.Logf("LCA(%d, %d) = %d among %d heads", x, y, l, len(heads))
+	b.Logf("lca(%d, %d) = %d among %d heads", x, y, l, len(heads))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := LCA(parents, x, y); err != nil {
+		if _, err := lca(parents, x, y); err != nil {
 			b.Fatal(err)
 		}
 	}

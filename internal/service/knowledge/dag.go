@@ -46,17 +46,17 @@ func ancestors(parents map[int64][]int64, v int64) (map[int64]struct{}, error) {
 	return seen, nil
 }
 
-// LCA returns the lowest common ancestor of versions a and b in a version
+// lca returns the lowest common ancestor of versions a and b in a version
 // DAG given as child → parents (parents[v] lists the versions v was written
 // from; a root maps to no parents; every version of the DAG is a key).
 //
 // A common ancestor is a version that is an ancestor of both a and b, where
-// every version counts as its own ancestor (so LCA(a, a) == a, and
-// LCA(a, b) == a when a is an ancestor of b). A lowest common ancestor is a
+// every version counts as its own ancestor (so lca(a, a) == a, and
+// lca(a, b) == a when a is an ancestor of b). A lowest common ancestor is a
 // common ancestor none of whose descendants is also a common ancestor. After
-// criss-cross merges there can be several; LCA then returns the one with the
+// criss-cross merges there can be several; lca then returns the one with the
 // highest id (ids grow with time, so this is the most recent one). The
-// result is therefore a function of the set {a, b}: LCA(a, b) == LCA(b, a).
+// result is therefore a function of the set {a, b}: lca(a, b) == lca(b, a).
 //
 // Errors: ErrUnknownVersion when a or b, or a parent reached from them, is
 // not a key of parents; ErrNoCommonAncestor when a and b share no ancestor;
@@ -64,7 +64,7 @@ func ancestors(parents map[int64][]int64, v int64) (map[int64]struct{}, error) {
 // wrapped; test them with errors.Is.
 //
 // Cost: O(V + E) over the ancestors of a and b.
-func LCA(parents map[int64][]int64, a, b int64) (int64, error) {
+func lca(parents map[int64][]int64, a, b int64) (int64, error) {
 	ancA, err := ancestors(parents, a)
 	if err != nil {
 		return 0, err
@@ -125,12 +125,12 @@ func LCA(parents map[int64][]int64, a, b int64) (int64, error) {
 }
 
 // MergeBase returns the merge base of any number of heads: the heads are
-// deduplicated and sorted ascending, and LCA is folded over them pairwise,
-// base = LCA(LCA(LCA(h1, h2), h3), ...). The result is a common ancestor of
+// deduplicated and sorted ascending, and lca is folded over them pairwise,
+// base = lca(lca(lca(h1, h2), h3), ...). The result is a common ancestor of
 // every head; it depends only on the set of heads, not on their order. One
 // head is its own merge base.
 //
-// Errors: no heads; and those of LCA (ErrUnknownVersion,
+// Errors: no heads; and those of lca (ErrUnknownVersion,
 // ErrNoCommonAncestor, ErrCycle), wrapped.
 func MergeBase(parents map[int64][]int64, heads []int64) (int64, error) {
 	hs := sortedUnique(heads)
@@ -143,7 +143,7 @@ func MergeBase(parents map[int64][]int64, heads []int64) (int64, error) {
 	}
 	for _, h := range hs[1:] {
 		var err error
-		if base, err = LCA(parents, base, h); err != nil {
+		if base, err = lca(parents, base, h); err != nil {
 			return 0, err
 		}
 	}

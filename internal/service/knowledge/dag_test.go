@@ -44,15 +44,15 @@ func TestLCA(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, ab := range [][2]int64{{tt.a, tt.b}, {tt.b, tt.a}} {
-				got, err := LCA(tt.parents, ab[0], ab[1])
+				got, err := lca(tt.parents, ab[0], ab[1])
 				if tt.err != nil {
 					if !errors.Is(err, tt.err) {
-						t.Fatalf("LCA(%d, %d) = %d, %v; want error %v", ab[0], ab[1], got, err, tt.err)
+						t.Fatalf("lca(%d, %d) = %d, %v; want error %v", ab[0], ab[1], got, err, tt.err)
 					}
 					continue
 				}
 				if err != nil || got != tt.want {
-					t.Fatalf("LCA(%d, %d) = %d, %v; want %d", ab[0], ab[1], got, err, tt.want)
+					t.Fatalf("lca(%d, %d) = %d, %v; want %d", ab[0], ab[1], got, err, tt.want)
 				}
 			}
 		})

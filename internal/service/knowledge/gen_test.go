@@ -181,7 +181,7 @@ func editValue(t *rapid.T, v any, depth int, churn bool) any {
 }
 
 // marshal encodes v as JSON, sometimes indented and never canonical by
-// accident of the test (HTML escaping on), so Merge3 has to canonicalise.
+// accident of the test (HTML escaping on), so merge3 has to canonicalise.
 func marshal(t *rapid.T, v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {

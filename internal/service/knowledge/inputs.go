@@ -65,8 +65,8 @@ type NewEdge struct {
 	Weight       *float64 `json:"weight,omitempty"`
 }
 
-// Validate reports the first bad field of e, named prefix+field.
-func (e NewEdge) Validate(prefix string) error {
+// validate reports the first bad field of e, named prefix+field.
+func (e NewEdge) validate(prefix string) error {
 	switch {
 	case e.Src <= 0:
 		return fieldError(prefix+"src", "the id of an existing object")
@@ -215,7 +215,7 @@ func (t ObjectTransition) Validate() (ObjectTransition, error) {
 	}
 	t.Attach = attach
 	for i, e := range t.Edges {
-		if err := e.Validate(fmt.Sprintf("edges[%d].", i)); err != nil {
+		if err := e.validate(fmt.Sprintf("edges[%d].", i)); err != nil {
 			return t, err
 		}
 	}

@@ -12,19 +12,19 @@ import (
 	"strings"
 )
 
-// ErrNotObject is returned (wrapped) when content given to Merge3 or
+// ErrNotObject is returned (wrapped) when content given to merge3 or
 // MergeHeads is not a single JSON object: invalid JSON, another kind of JSON
 // value, trailing data, or empty input.
 var ErrNotObject = errors.New("content is not a JSON object")
 
-// Resolver decides a true conflict of a three-way merge (see Merge3). It is
+// Resolver decides a true conflict of a three-way merge (see merge3). It is
 // called with the path of the conflicting field and the canonical JSON of
 // the field's value in base, ours and theirs, where nil means the field is
 // absent on that side: base is nil when both sides added the field, ours or
 // theirs is nil when that side deleted it (a JSON null is the 4 bytes
 // "null", never nil). It returns the value to keep, which must be one JSON
 // value (it is canonicalised), or nil (or empty) to leave the field out of
-// the merge. A non-nil error aborts the merge and is returned by Merge3,
+// the merge. A non-nil error aborts the merge and is returned by merge3,
 // wrapped with the path.
 //
 // The Fork Resolution agent asks the model through a Resolver;
@@ -51,8 +51,8 @@ type Conflict struct {
 // side whose canonical JSON sorts greater, comparing bytes (bytes.Compare),
 // where an absent side (nil or empty: a deletion) sorts below every value, so a
 // modification wins over a deletion. The choice depends only on the two
-// values, not on which head is called ours, which makes Merge3(b, x, y) and
-// Merge3(b, y, x) equal byte for byte. path and base are not consulted. It
+// values, not on which head is called ours, which makes merge3(b, x, y) and
+// merge3(b, y, x) equal byte for byte. path and base are not consulted. It
 // returns the chosen value canonicalised, and an error only when ours or
 // theirs is not valid JSON.
 func DeterministicResolver(path string, base, ours, theirs json.RawMessage) (json.RawMessage, error) {
@@ -76,7 +76,7 @@ func DeterministicResolver(path string, base, ours, theirs json.RawMessage) (jso
 	}
 }
 
-// Merge3 merges two versions of a JSON object, ours and theirs, against
+// merge3 merges two versions of a JSON object, ours and theirs, against
 // their common ancestor base, field by field, and returns the canonical
 // JSON of the result (keys sorted, no white space, numbers as written: the
 // form of cks.CanonicalJSON) and the true conflicts it decided.
@@ -110,17 +110,17 @@ func DeterministicResolver(path string, base, ours, theirs json.RawMessage) (jso
 //
 // Rules 1 and 2 keep a value exactly as that side has it (only
 // canonicalised): a set changed on one side only is not re-sorted. So
-// Merge3(b, x, x) and Merge3(b, b, x) are canonical(x), with no conflicts.
+// merge3(b, x, x) and merge3(b, b, x) are canonical(x), with no conflicts.
 //
 // Conflicts are listed depth first in the order of sorted keys. A nil
-// resolve means DeterministicResolver, with which Merge3(b, x, y) and
-// Merge3(b, y, x) give the same bytes (their conflict lists differ only in
+// resolve means DeterministicResolver, with which merge3(b, x, y) and
+// merge3(b, y, x) give the same bytes (their conflict lists differ only in
 // Ours and Theirs being swapped).
 //
 // Errors: ErrNotObject (wrapped, naming base, ours or theirs) when an input
 // is not a JSON object; an error of resolve, wrapped with the path; an
 // invalid value returned by resolve.
-func Merge3(base, ours, theirs json.RawMessage, resolve Resolver) (json.RawMessage, []Conflict, error) {
+func merge3(base, ours, theirs json.RawMessage, resolve Resolver) (json.RawMessage, []Conflict, error) {
 	b, err := parseObject("base", base)
 	if err != nil {
 		return nil, nil, err
@@ -149,10 +149,10 @@ func Merge3(base, ours, theirs json.RawMessage, resolve Resolver) (json.RawMessa
 }
 
 // MergeHeads merges the contents of any number of heads of a version DAG
-// (parents as for LCA) into one: the heads are deduplicated and sorted
+// (parents as for lca) into one: the heads are deduplicated and sorted
 // ascending, their merge base is MergeBase(parents, heads), and the merge
-// folds Merge3 pairwise in ascending head id order against that one base:
-// m = Merge3(base, c(h1), c(h2)), then m = Merge3(base, m, c(h3)), and so
+// folds merge3 pairwise in ascending head id order against that one base:
+// m = merge3(base, c(h1), c(h2)), then m = merge3(base, m, c(h3)), and so
 // on, where c(v) is contents[v]. The result depends only on the set of heads
 // (and the DAG, contents and resolve), not on the order they are given in.
 // One head gives its own content, canonicalised. The conflicts of all the
@@ -161,7 +161,7 @@ func Merge3(base, ours, theirs json.RawMessage, resolve Resolver) (json.RawMessa
 //
 // Errors: no heads; those of MergeBase; ErrUnknownVersion (wrapped) when the
 // content of the merge base or of a head is missing from contents; those of
-// Merge3.
+// merge3.
 func MergeHeads(parents map[int64][]int64, contents map[int64]json.RawMessage, heads []int64, resolve Resolver) (json.RawMessage, []Conflict, error) {
 	hs := sortedUnique(heads)
 	base, err := MergeBase(parents, hs)
@@ -227,7 +227,7 @@ func (s slot) equal(t slot) bool {
 	return !s.ok || equal(s.v, t.v)
 }
 
-// object merges three decoded objects (rules 1–5 of Merge3 per field).
+// object merges three decoded objects (rules 1–5 of merge3 per field).
 func (m *merger) object(path string, b, o, t map[string]any) (map[string]any, error) {
 	keys := make([]string, 0, len(o)+len(t))
 	for k := range b {

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// isObjectText reports whether raw is exactly one JSON object, as Merge3
+// isObjectText reports whether raw is exactly one JSON object, as merge3
 // reads its inputs.
 func isObjectText(raw []byte) bool {
 	v, err := parseValue(raw)
@@ -52,33 +52,33 @@ func FuzzMerge3(f *testing.F) {
 		f.Add([]byte(s[0]), []byte(s[1]), []byte(s[2]))
 	}
 	f.Fuzz(func(t *testing.T, base, ours, theirs []byte) {
-		m, cs, err := Merge3(base, ours, theirs, nil)
+		m, cs, err := merge3(base, ours, theirs, nil)
 		if !isObjectText(base) || !isObjectText(ours) || !isObjectText(theirs) {
 			if !errors.Is(err, ErrNotObject) {
-				t.Fatalf("Merge3(%q, %q, %q): %v, want ErrNotObject", base, ours, theirs, err)
+				t.Fatalf("merge3(%q, %q, %q): %v, want ErrNotObject", base, ours, theirs, err)
 			}
 			return
 		}
 		if err != nil {
-			t.Fatalf("Merge3(%q, %q, %q): %v", base, ours, theirs, err)
+			t.Fatalf("merge3(%q, %q, %q): %v", base, ours, theirs, err)
 		}
 		if c, err := canonicalJSON(m); err != nil || !bytes.Equal(c, m) || !isObjectText(m) {
-			t.Fatalf("Merge3(%q, %q, %q) = %s: not a canonical JSON object (%s, %v)", base, ours, theirs, m, c, err)
+			t.Fatalf("merge3(%q, %q, %q) = %s: not a canonical JSON object (%s, %v)", base, ours, theirs, m, c, err)
 		}
-		m2, cs2, err := Merge3(base, ours, theirs, nil)
+		m2, cs2, err := merge3(base, ours, theirs, nil)
 		if err != nil || !bytes.Equal(m2, m) || !reflect.DeepEqual(cs2, cs) {
-			t.Fatalf("Merge3(%q, %q, %q) is not deterministic: %s %v then %s %v (%v)", base, ours, theirs, m, cs, m2, cs2, err)
+			t.Fatalf("merge3(%q, %q, %q) is not deterministic: %s %v then %s %v (%v)", base, ours, theirs, m, cs, m2, cs2, err)
 		}
-		ms, css, err := Merge3(base, theirs, ours, nil)
+		ms, css, err := merge3(base, theirs, ours, nil)
 		if err != nil || !bytes.Equal(ms, m) || !reflect.DeepEqual(css, swapped(cs)) {
-			t.Fatalf("Merge3 depends on which head is ours: %s %v, swapped %s %v (%v)", m, cs, ms, css, err)
+			t.Fatalf("merge3 depends on which head is ours: %s %v, swapped %s %v (%v)", m, cs, ms, css, err)
 		}
 		for _, side := range [][]byte{ours, theirs} {
 			want, _ := canonicalJSON(side)
 			for _, pair := range [][2][]byte{{side, side}, {base, side}, {side, base}} {
-				got, cs, err := Merge3(base, pair[0], pair[1], nil)
+				got, cs, err := merge3(base, pair[0], pair[1], nil)
 				if err != nil || !bytes.Equal(got, want) || len(cs) != 0 {
-					t.Fatalf("Merge3(b, %q, %q) = %s %v (%v), want %s and no conflicts", pair[0], pair[1], got, cs, err, want)
+					t.Fatalf("merge3(b, %q, %q) = %s %v (%v), want %s and no conflicts", pair[0], pair[1], got, cs, err, want)
 				}
 			}
 		}
@@ -88,11 +88,11 @@ func FuzzMerge3(f *testing.F) {
 			}
 		}
 		// A resolver that drops every conflict leaves those fields out.
-		dropped, dcs, err := Merge3(base, ours, theirs, func(string, json.RawMessage, json.RawMessage, json.RawMessage) (json.RawMessage, error) {
+		dropped, dcs, err := merge3(base, ours, theirs, func(string, json.RawMessage, json.RawMessage, json.RawMessage) (json.RawMessage, error) {
 			return nil, nil
 		})
 		if err != nil || len(dcs) != len(cs) || !isObjectText(dropped) {
-			t.Fatalf("Merge3 with a dropping resolver: %s %v (%v)", dropped, dcs, err)
+			t.Fatalf("merge3 with a dropping resolver: %s %v (%v)", dropped, dcs, err)
 		}
 	})
 }

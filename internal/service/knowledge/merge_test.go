@@ -75,9 +75,9 @@ func TestMerge3(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cs, err := Merge3(raw(tt.base), raw(tt.ours), raw(tt.theirs), DeterministicResolver)
+			got, cs, err := merge3(raw(tt.base), raw(tt.ours), raw(tt.theirs), DeterministicResolver)
 			if err != nil {
-				t.Fatalf("Merge3: %v", err)
+				t.Fatalf("merge3: %v", err)
 			}
 			if string(got) != tt.want {
 				t.Errorf("merged = %s, want %s", got, tt.want)
@@ -86,7 +86,7 @@ func TestMerge3(t *testing.T) {
 				t.Errorf("conflicts = %s, want %s", js(cs), js(tt.conflicts))
 			}
 			// Head order does not matter, and nil resolve is the default.
-			got2, _, err := Merge3(raw(tt.base), raw(tt.theirs), raw(tt.ours), nil)
+			got2, _, err := merge3(raw(tt.base), raw(tt.theirs), raw(tt.ours), nil)
 			if err != nil || string(got2) != tt.want {
 				t.Errorf("swapped = %s, %v; want %s", got2, err, tt.want)
 			}
@@ -103,7 +103,7 @@ func TestMerge3NotObjects(t *testing.T) {
 	ok := `{"a":1}`
 	for _, bad := range []string{``, `   `, `[1]`, `"s"`, `1`, `null`, `{"a":`, `{} {}`, `{}x`, `nope`} {
 		for i, in := range [][3]string{{bad, ok, ok}, {ok, bad, ok}, {ok, ok, bad}} {
-			_, _, err := Merge3(raw(in[0]), raw(in[1]), raw(in[2]), nil)
+			_, _, err := merge3(raw(in[0]), raw(in[1]), raw(in[2]), nil)
 			if !errors.Is(err, ErrNotObject) {
 				t.Errorf("input %d = %q: err %v, want ErrNotObject", i, bad, err)
 			}
@@ -129,7 +129,7 @@ func TestMerge3Resolver(t *testing.T) {
 		}
 		return o, nil // d: nil, the deletion
 	}
-	got, cs, err := Merge3(base, ours, theirs, res)
+	got, cs, err := merge3(base, ours, theirs, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +150,13 @@ func TestMerge3Resolver(t *testing.T) {
 	}
 
 	boom := errors.New("model down")
-	_, _, err = Merge3(base, ours, theirs, func(string, json.RawMessage, json.RawMessage, json.RawMessage) (json.RawMessage, error) {
+	_, _, err = merge3(base, ours, theirs, func(string, json.RawMessage, json.RawMessage, json.RawMessage) (json.RawMessage, error) {
 		return nil, boom
 	})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `"a.b"`) {
 		t.Errorf("resolver error: %v", err)
 	}
-	_, _, err = Merge3(base, ours, theirs, func(string, json.RawMessage, json.RawMessage, json.RawMessage) (json.RawMessage, error) {
+	_, _, err = merge3(base, ours, theirs, func(string, json.RawMessage, json.RawMessage, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage(`{"x":`), nil
 	})
 	if err == nil {

@@ -12,11 +12,11 @@ import (
 	"github.com/cks-dev/cks"
 )
 
-// canonicalJSON is the store's canonical form, which Merge3's output must
+// canonicalJSON is the store's canonical form, which merge3's output must
 // match byte for byte (content hashes are computed over it).
 var canonicalJSON = cks.CanonicalJSON
 
-// (a) LCA agrees with the brute-force reference on random DAGs and is
+// (a) lca agrees with the brute-force reference on random DAGs and is
 // symmetric.
 func TestPropLCAMatchesReference(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -25,19 +25,19 @@ func TestPropLCAMatchesReference(t *testing.T) {
 		n := int64(len(parents))
 		a := rapid.Int64Range(1, n).Draw(t, "a")
 		b := rapid.Int64Range(1, n).Draw(t, "b")
-		got, err := LCA(parents, a, b)
+		got, err := lca(parents, a, b)
 		want, ok := refLCA(parents, a, b)
 		switch {
 		case !ok:
 			if !errors.Is(err, ErrNoCommonAncestor) {
-				t.Fatalf("LCA(%d,%d) = %d, %v; want ErrNoCommonAncestor (dag %v)", a, b, got, err, parents)
+				t.Fatalf("lca(%d,%d) = %d, %v; want ErrNoCommonAncestor (dag %v)", a, b, got, err, parents)
 			}
 		case err != nil || got != want:
-			t.Fatalf("LCA(%d,%d) = %d, %v; want %d (dag %v)", a, b, got, err, want, parents)
+			t.Fatalf("lca(%d,%d) = %d, %v; want %d (dag %v)", a, b, got, err, want, parents)
 		}
-		rev, rerr := LCA(parents, b, a)
+		rev, rerr := lca(parents, b, a)
 		if rev != got || (rerr == nil) != (err == nil) {
-			t.Fatalf("LCA not symmetric: LCA(%d,%d)=%d,%v LCA(%d,%d)=%d,%v", a, b, got, err, b, a, rev, rerr)
+			t.Fatalf("lca not symmetric: lca(%d,%d)=%d,%v lca(%d,%d)=%d,%v", a, b, got, err, b, a, rev, rerr)
 		}
 	})
 }
@@ -53,7 +53,7 @@ func TestPropMergeBaseOrderIndependent(t *testing.T) {
 			t.Fatalf("MergeBase(%v): %v", heads, err)
 		}
 		for _, h := range heads {
-			if l, _ := LCA(parents, base, h); l != base {
+			if l, _ := lca(parents, base, h); l != base {
 				t.Fatalf("merge base %d is not an ancestor of head %d", base, h)
 			}
 		}
@@ -72,21 +72,21 @@ func drawMerge(t *rapid.T) (b, o, th json.RawMessage) {
 	return marshal(t, base), marshal(t, editObject(t, base, 2, churn)), marshal(t, editObject(t, base, 2, churn))
 }
 
-// (b) Merge3 with DeterministicResolver does not depend on which head is
+// (b) merge3 with DeterministicResolver does not depend on which head is
 // ours; its output is canonical; the conflict lists mirror each other.
 func TestPropMerge3HeadOrderIndependent(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b, o, th := drawMerge(t)
-		m1, c1, err := Merge3(b, o, th, DeterministicResolver)
+		m1, c1, err := merge3(b, o, th, DeterministicResolver)
 		if err != nil {
-			t.Fatalf("Merge3: %v", err)
+			t.Fatalf("merge3: %v", err)
 		}
-		m2, c2, err := Merge3(b, th, o, DeterministicResolver)
+		m2, c2, err := merge3(b, th, o, DeterministicResolver)
 		if err != nil {
-			t.Fatalf("Merge3 swapped: %v", err)
+			t.Fatalf("merge3 swapped: %v", err)
 		}
 		if !bytes.Equal(m1, m2) {
-			t.Fatalf("Merge3 depends on head order:\nbase   %s\nours   %s\ntheirs %s\n=> %s\nswapped => %s", b, o, th, m1, m2)
+			t.Fatalf("merge3 depends on head order:\nbase   %s\nours   %s\ntheirs %s\n=> %s\nswapped => %s", b, o, th, m1, m2)
 		}
 		if c := canon(t, m1); c != string(m1) {
 			t.Fatalf("output not canonical: %s (canonical %s)", m1, c)
@@ -108,12 +108,12 @@ func TestPropMerge3HeadOrderIndependent(t *testing.T) {
 func TestPropMerge3WithItself(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b, x, _ := drawMerge(t)
-		m, cs, err := Merge3(b, x, x, DeterministicResolver)
+		m, cs, err := merge3(b, x, x, DeterministicResolver)
 		if err != nil {
-			t.Fatalf("Merge3: %v", err)
+			t.Fatalf("merge3: %v", err)
 		}
 		if want := canon(t, x); string(m) != want || len(cs) != 0 {
-			t.Fatalf("Merge3(b, x, x) = %s, %v; want %s, no conflicts", m, cs, want)
+			t.Fatalf("merge3(b, x, x) = %s, %v; want %s, no conflicts", m, cs, want)
 		}
 	})
 }
@@ -124,9 +124,9 @@ func TestPropMerge3OneSided(t *testing.T) {
 		b, x, _ := drawMerge(t)
 		want := canon(t, x)
 		for _, sides := range [][2]json.RawMessage{{b, x}, {x, b}} {
-			m, cs, err := Merge3(b, sides[0], sides[1], DeterministicResolver)
+			m, cs, err := merge3(b, sides[0], sides[1], DeterministicResolver)
 			if err != nil {
-				t.Fatalf("Merge3: %v", err)
+				t.Fatalf("merge3: %v", err)
 			}
 			if string(m) != want || len(cs) != 0 {
 				t.Fatalf("one-sided merge = %s, %v; want %s", m, cs, want)
@@ -144,9 +144,9 @@ func TestPropSetAddWins(t *testing.T) {
 			r, _ := json.Marshal(map[string]any{"tags": s})
 			return r
 		}
-		m, cs, err := Merge3(doc(b), doc(o), doc(th), DeterministicResolver)
+		m, cs, err := merge3(doc(b), doc(o), doc(th), DeterministicResolver)
 		if err != nil || len(cs) != 0 {
-			t.Fatalf("Merge3: %v %v", err, cs)
+			t.Fatalf("merge3: %v %v", err, cs)
 		}
 		var got struct{ Tags []any }
 		dec := json.NewDecoder(bytes.NewReader(m))

@@ -447,7 +447,7 @@ func (s *Service) ListObjects(ctx context.Context, f cks.ObjectFilter) (cks.Obje
 // FieldError naming edges[i].src or .dst), all or none.
 func (s *Service) AddEdges(ctx context.Context, edges []NewEdge) ([]cks.Edge, error) {
 	for i, e := range edges {
-		if err := e.Validate(fmt.Sprintf("edges[%d].", i)); err != nil {
+		if err := e.validate(fmt.Sprintf("edges[%d].", i)); err != nil {
 			return nil, err
 		}
 	}

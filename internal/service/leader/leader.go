@@ -41,7 +41,7 @@ type Watcher interface {
 type Config struct {
 	// Name is the leadership (default cks.MaintenanceLeadership).
 	Name string
-	// ID is this hub's id in the leadership row (default NewID()).
+	// ID is this hub's id in the leadership row (default newID()).
 	ID string
 	// TTL is the lease of a held leadership (default DefaultTTL); Interval
 	// how often a leader renews it and another hub tries to take it
@@ -71,9 +71,9 @@ type Elector struct {
 	held bool
 }
 
-// NewID returns a hub id for a leadership row: the host, the process and a
+// newID returns a hub id for a leadership row: the host, the process and a
 // random suffix, so a reused pid is a new id.
-func NewID() string {
+func newID() string {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown"
@@ -87,7 +87,7 @@ func New(db driver.Driver, cfg Config) *Elector {
 		cfg.Name = cks.MaintenanceLeadership
 	}
 	if cfg.ID == "" {
-		cfg.ID = NewID()
+		cfg.ID = newID()
 	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultTTL
@@ -234,7 +234,7 @@ func (e *Elector) replaceDead(ctx context.Context) bool {
 	return true
 }
 
-// deadOnThisHost reports whether id (NewID's host/pid/suffix) names a
+// deadOnThisHost reports whether id (newID's host/pid/suffix) names a
 // process of this host that no longer exists.
 func deadOnThisHost(id string) bool {
 	host, rest, ok := strings.Cut(id, "/")

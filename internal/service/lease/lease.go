@@ -1,5 +1,5 @@
 // Package lease keeps a lease alive while work runs under it. The task
-// ledger's leases (worker: Touch every third of the lease, ADR 0020) and the
+// ledger's leases (worker: Heartbeat every third of the lease, ADR 0020) and the
 // knowledge store's object claims (pipeline: TouchClaim, ADR-007) are the
 // same mechanism: renew every period, and when a renewal finds the lease
 // gone, cancel the work. A Keeper is that mechanism, once.
@@ -87,10 +87,6 @@ func (k *Keeper) Stop() {
 	k.base.Stop(context.Background()) //nolint:errcheck // a background context never ends
 	k.cancel(lifecycle.ErrStopped)
 }
-
-// Done is closed once the keeper has stopped renewing: after Stop, or after
-// the lease was lost.
-func (k *Keeper) Done() <-chan struct{} { return k.base.Stopped() }
 
 func (k *Keeper) run(ctx context.Context) {
 	for {

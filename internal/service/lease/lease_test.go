@@ -103,7 +103,6 @@ func TestRenewsEveryPeriod(t *testing.T) {
 	if !errors.Is(context.Cause(lctx), lifecycle.ErrStopped) {
 		t.Fatalf("cause after Stop %v, want ErrStopped", context.Cause(lctx))
 	}
-	<-k.Done()
 	c.Advance(10 * every)
 	if n := r.n.Load(); n != 3 || c.Armed() != 0 {
 		t.Fatalf("%d renewals, %d timers armed after Stop", n, c.Armed())
@@ -130,8 +129,7 @@ func TestLossCancelsTheWork(t *testing.T) {
 	if cause := context.Cause(lctx); !errors.Is(cause, cks.ErrLeaseLost) || cause.Error() != lost.Error() {
 		t.Fatalf("cause %v, want %v", cause, lost)
 	}
-	<-k.Done()
-	k.Stop()
+	k.Stop() // the loop ended with the loss; Stop waits for it all the same
 	if cause := context.Cause(lctx); cause.Error() != lost.Error() {
 		t.Fatalf("Stop replaced the cause: %v", cause)
 	}

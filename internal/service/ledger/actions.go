@@ -43,7 +43,7 @@ func (v verb) admits(st cks.TaskState) bool {
 	case slices.Contains(v.frozen, st), len(v.from) > 0 && !slices.Contains(v.from, st):
 		return false
 	case v.to == "":
-		return !IsTerminal(st)
+		return !isTerminal(st)
 	}
 	return Allowed(st, v.to)
 }
@@ -62,9 +62,9 @@ func Actions(st cks.TaskState) []cks.TaskAction {
 	return out
 }
 
-// Admits reports whether a task in state st admits action a (one of
+// admits reports whether a task in state st admits action a (one of
 // Actions(st)).
-func Admits(st cks.TaskState, a cks.TaskAction) bool {
+func admits(st cks.TaskState, a cks.TaskAction) bool {
 	i := slices.IndexFunc(verbs[:], func(v verb) bool { return v.action == a })
 	return i >= 0 && verbs[i].admits(st)
 }
@@ -76,7 +76,7 @@ func Admits(st cks.TaskState, a cks.TaskAction) bool {
 func Active() []cks.TaskState {
 	var out []cks.TaskState
 	for _, st := range All {
-		if !IsTerminal(st) && !IsDispatchExcluded(st) {
+		if !isTerminal(st) && !isDispatchExcluded(st) {
 			out = append(out, st)
 		}
 	}

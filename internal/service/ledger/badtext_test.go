@@ -90,15 +90,15 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 		j("Enqueue", "metadata", func(v string) error { return enqueue(cks.NewTask{Type: "bt-new", Metadata: json.RawMessage(v)}) }),
 		// Tasks: executor calls.
 		c("Claim", "worker", func(v string) error {
-			_, err := s.Tasks.Claim(ctx(t), v, []string{"bt-open"}, 1, backendtest.Lease)
+			_, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: v, Types: []string{"bt-open"}, N: 1, Lease: backendtest.Lease})
 			return err
 		}),
 		c("Claim", "types", func(v string) error {
-			_, err := s.Tasks.Claim(ctx(t), "w", []string{"bt-open", v}, 1, backendtest.Lease)
+			_, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"bt-open", v}, N: 1, Lease: backendtest.Lease})
 			return err
 		}),
 		c("MarkRunning", "lease_token", func(v string) error { _, err := s.Tasks.MarkRunning(ctx(t), claimed.ID, claimedTok+v); return err }),
-		c("Touch", "lease_token", func(v string) error { _, err := s.Tasks.Touch(ctx(t), running.ID, runTok+v); return err }),
+		c("Heartbeat", "lease_token", func(v string) error { _, err := s.Tasks.Heartbeat(ctx(t), running.ID, runTok+v); return err }),
 		c("AddEvidence", "lease_token", func(v string) error {
 			_, err := s.Tasks.AddEvidence(ctx(t), running.ID, runTok+v, "log", "b")
 			return err
@@ -134,8 +134,14 @@ func testBadTextRefusedByWrites(t *testing.T, open backendtest.Opener) {
 		c("Approve", "lease_token", func(v string) error { _, err := s.Tasks.Approve(ctx(t), reviewing.ID, reviewTok+v, "ok"); return err }),
 		c("Cancel", "reason", func(v string) error { _, err := s.Tasks.Cancel(ctx(t), open1.ID, "op", v); return err }),
 		c("Cancel", "actor", func(v string) error { _, err := s.Tasks.Cancel(ctx(t), open1.ID, v, "why"); return err }),
-		c("Stop", "reason", func(v string) error { _, _, err := s.Tasks.Stop(ctx(t), running.ID, "op", v, 0); return err }),
-		c("Stop", "actor", func(v string) error { _, _, err := s.Tasks.Stop(ctx(t), open1.ID, v, "why", 0); return err }),
+		c("Stop", "reason", func(v string) error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: running.ID, Actor: "op", Reason: v})
+			return err
+		}),
+		c("Stop", "actor", func(v string) error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: open1.ID, Actor: v, Reason: "why"})
+			return err
+		}),
 		c("Start", "reason", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, "op", v); return err }),
 		c("Start", "actor", func(v string) error { _, err := s.Tasks.Start(ctx(t), stopped.ID, v, "go"); return err }),
 		c("Update", "actor", func(v string) error {

@@ -50,7 +50,7 @@ var bulkVerbs = []cks.TaskAction{cks.ActionStop, cks.ActionStart, cks.ActionCanc
 // such task — is an outcome (BulkRefused, with why) and changes nothing;
 // any other error fails the whole call, which then changes nothing. A stop
 // with Wait then waits, up to one deadline for all, for the executors of
-// the running tasks it held to confirm their aborts (WaitAborts). For a
+// the running tasks it held to confirm their aborts (waitAborts). For a
 // start or a retry the outcome carries the task's latest abort when its
 // executor never confirmed it. Bad input is a FieldError: no verb of
 // bulkVerbs (action), both ids and a filter or neither, more than MaxBulk
@@ -247,7 +247,7 @@ func bulkAborts(ctx context.Context, ex driver.Executor, action cks.TaskAction, 
 	return nil
 }
 
-// waitBulk waits up to d for the aborts of ts to be confirmed (WaitAborts)
+// waitBulk waits up to d for the aborts of ts to be confirmed (waitAborts)
 // and gives each task its abort as it then stands.
 func (s *Service) waitBulk(ctx context.Context, ts []cks.BulkTask, d time.Duration) error {
 	var ids []int64
@@ -259,7 +259,7 @@ func (s *Service) waitBulk(ctx context.Context, ts []cks.BulkTask, d time.Durati
 	if len(ids) == 0 {
 		return nil
 	}
-	got, err := s.WaitAborts(ctx, ids, d)
+	got, err := s.waitAborts(ctx, ids, d)
 	for i := range ts {
 		if ts[i].Abort == nil {
 			continue

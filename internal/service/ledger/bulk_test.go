@@ -21,7 +21,7 @@ func claimOne(t testing.TB, s *backend.Backend, typ string) cks.ClaimedTask {
 	if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Tasks.Claim(ctx, "w-"+typ, []string{typ}, 1, time.Minute)
+	got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w-" + typ, Types: []string{typ}, N: 1, Lease: time.Minute})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("claim %s: %+v, %v", typ, got, err)
 	}
@@ -122,8 +122,8 @@ func TestBulkStop(t *testing.T) {
 		if err != nil || res.Unconfirmed != 1 || res.Tasks[0].Abort.Outcome != cks.AbortUnconfirmed {
 			t.Fatalf("stop that waited for an executor that ignores it: %+v, %v", res, err)
 		}
-		if ab, _ := s.Tasks.GetAbort(ctx, res.Tasks[0].Abort.ID); ab.Outcome != cks.AbortUnconfirmed {
-			t.Errorf("the stored abort is %s, want unconfirmed", ab.Outcome)
+		if got := backendtest.MustGet(t, s, ignores.ID); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
+			t.Errorf("the stored abort is %+v, want unconfirmed", got.LastAbort)
 		}
 	})
 }
@@ -280,12 +280,14 @@ func TestBulkEachTaskAsItIs(t *testing.T) {
 		})
 
 		held := claimOne(t, s, "each-held")
-		_, ab, err := s.Tasks.Stop(ctx, held.ID, "op", "hold", time.Second)
+		stopped, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: held.ID, Actor: "op", Reason: "hold", Deadline: time.Second})
+		ab := stopped.Abort
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Tasks.ResolveAbort(ctx, ab.ID); err != nil {
-			t.Fatal(err)
+		// Its deadline passes unconfirmed (the lease reaper's ExpireAborts).
+		if n, err := s.Tasks.ExpireAborts(ctx, ab.DeadlineAt); n != 1 || err != nil {
+			t.Fatal(n, err)
 		}
 		res, err = s.Tasks.Bulk(ctx, ledger.BulkParams{Action: cks.ActionStart, IDs: []int64{held.ID}, Actor: "op"})
 		if err != nil {

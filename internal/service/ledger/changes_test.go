@@ -100,7 +100,7 @@ func TestUpdateKeepsOldAndNew(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.running {
-				if got, err := s.Claim(ctx, "w", []string{task.Type}, 1, time.Minute); err != nil || len(got) != 1 {
+				if got, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{task.Type}, N: 1, Lease: time.Minute}); err != nil || len(got) != 1 {
 					t.Fatalf("%s: claim = %v, %v", tc.name, got, err)
 				}
 			}

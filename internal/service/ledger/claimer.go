@@ -33,7 +33,7 @@ const (
 // issue 23).
 type claimer = groupcommit.Group[*claim, []cks.ClaimedTask]
 
-// claim is one ClaimWith call, validated, with the lease tokens it may
+// claim is one Claim call, validated, with the lease tokens it may
 // hand out and their hashes.
 type claim struct {
 	p              ClaimParams

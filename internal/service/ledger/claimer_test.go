@@ -33,7 +33,7 @@ func (g *gate) statements() []driver.TaskClaimParams {
 func withHeldClaim(t testing.TB, s *ledger.Service, g *gate, want int, queue func()) {
 	t.Helper()
 	withHeld(t, &g.claim, func() error {
-		_, err := s.Claim(context.Background(), "blocker", []string{"held"}, 1, time.Hour)
+		_, err := s.Claim(context.Background(), ledger.ClaimParams{Worker: "blocker", Types: []string{"held"}, N: 1, Lease: time.Hour})
 		return err
 	}, queue, func() { waitClaimsQueued(t, s, want) })
 }
@@ -81,13 +81,13 @@ func TestClaimsShareAStatement(t *testing.T) {
 			withHeldClaim(t, s, g, len(asks)+1, func() {
 				for k, a := range asks {
 					wg.Go(func() {
-						got[k], errs[k] = s.Claim(ctx, a.worker, []string{"x"}, a.n, a.lease)
+						got[k], errs[k] = s.Claim(ctx, ledger.ClaimParams{Worker: a.worker, Types: []string{"x"}, N: a.n, Lease: a.lease})
 					})
 					queued++
 					waitClaimsQueued(t, s, queued) // queue order is asks order
 				}
 				wg.Go(func() {
-					ygot, yerr = s.ClaimWith(ctx, ledger.ClaimParams{Worker: "wy", Types: []string{"y"}, N: 1,
+					ygot, yerr = s.Claim(ctx, ledger.ClaimParams{Worker: "wy", Types: []string{"y"}, N: 1,
 						Lease: time.Minute, Running: true})
 				})
 			})
@@ -161,11 +161,15 @@ func TestClaimWithdraw(t *testing.T) {
 				mineE, theirE error
 			)
 			withHeldClaim(t, s, g, 1, func() {
-				wg.Go(func() { mine, mineE = s.Claim(gone, "quitter", []string{"x"}, 2, time.Hour) })
+				wg.Go(func() {
+					mine, mineE = s.Claim(gone, ledger.ClaimParams{Worker: "quitter", Types: []string{"x"}, N: 2, Lease: time.Hour})
+				})
 				waitClaimsQueued(t, s, 1)
 				cancel()
 				waitClaimsQueued(t, s, 0)
-				wg.Go(func() { theirs, theirE = s.Claim(ctx, "stayer", []string{"x"}, 2, time.Hour) })
+				wg.Go(func() {
+					theirs, theirE = s.Claim(ctx, ledger.ClaimParams{Worker: "stayer", Types: []string{"x"}, N: 2, Lease: time.Hour})
+				})
 			})
 			wg.Wait()
 			if !errors.Is(mineE, context.Canceled) || len(mine) != 0 {

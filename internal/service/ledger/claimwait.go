@@ -292,7 +292,7 @@ func validateWait(d time.Duration) error {
 	return nil
 }
 
-// claimWaiting is ClaimWith for a claim that waits (p.Wait > 0): it claims
+// claimWaiting is Claim for a claim that waits (p.Wait > 0): it claims
 // (unless the room knows it would find nothing), and with nothing to claim
 // waits in the room until a task it could take is announced, then claims
 // again, until it has tasks, p.Wait of the service's clock has passed (an

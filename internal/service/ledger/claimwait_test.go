@@ -26,7 +26,7 @@ type claimResult struct {
 func waitingClaim(ctx context.Context, s *backend.Backend, p ledger.ClaimParams) <-chan claimResult {
 	done := make(chan claimResult, 1)
 	go func() {
-		ts, err := s.Tasks.ClaimWith(ctx, p)
+		ts, err := s.Tasks.Claim(ctx, p)
 		done <- claimResult{ts, err}
 	}()
 	return done
@@ -136,7 +136,7 @@ func TestClaimWaitForRetry(t *testing.T) {
 		s := open(t, driver.WithClock(c))
 		ctx := context.Background()
 		task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x"})
-		got, err := s.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", N: 1, Lease: time.Minute})
+		got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 1, Lease: time.Minute})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v, %v", got, err)
 		}
@@ -185,7 +185,7 @@ func TestClaimWaitBounds(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t)
 		for _, d := range []time.Duration{-time.Second, ledger.MaxClaimWait + time.Millisecond} {
-			_, err := s.Tasks.ClaimWith(context.Background(), ledger.ClaimParams{Worker: "w", N: 1, Wait: d})
+			_, err := s.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "w", N: 1, Wait: d})
 			var fe *cks.FieldError
 			if !errors.As(err, &fe) || fe.Field != "wait_s" {
 				t.Fatalf("wait %s: %v, want a FieldError naming wait_s", d, err)
@@ -213,7 +213,7 @@ func BenchmarkClaimWaiters(b *testing.B) {
 			answers := make(chan claimResult, waiters)
 			for range waiters {
 				go func() {
-					ts, err := s.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "idle", Types: []string{"bench"}, N: 1, Wait: ledger.MaxClaimWait})
+					ts, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "idle", Types: []string{"bench"}, N: 1, Wait: ledger.MaxClaimWait})
 					answers <- claimResult{ts, err}
 				}()
 			}
@@ -233,7 +233,7 @@ func BenchmarkClaimWaiters(b *testing.B) {
 				}
 				// The served waiter comes back, as an agent's next long poll does.
 				go func() {
-					ts, err := s.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "idle", Types: []string{"bench"}, N: 1, Wait: ledger.MaxClaimWait})
+					ts, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "idle", Types: []string{"bench"}, N: 1, Wait: ledger.MaxClaimWait})
 					answers <- claimResult{ts, err}
 				}()
 			}

@@ -29,14 +29,14 @@ const maxFinishBatch = 256
 // 6,739 flushes, 5,835 of one call; one at a time, 4,655 and 3,794).
 const maxFlushes = 2
 
-// finish is one Complete, Fail or Touch call of the completer: the group
+// finish is one Complete, Fail or Heartbeat call of the completer: the group
 // of the calls that end or renew a lease. Its arguments are validated
 // before it is queued.
 type finish struct {
 	id    int64
 	token string
 	fail  bool
-	// touch renews the lease (Touch) instead of ending it.
+	// touch renews the lease (Heartbeat) instead of ending it.
 	touch bool
 	// needsReview (Complete) and retryable (Fail); text is Complete's
 	// result or Fail's reason.
@@ -44,7 +44,7 @@ type finish struct {
 	text                   string
 }
 
-// completer is the group of the Complete, Fail and Touch calls of one
+// completer is the group of the Complete, Fail and Heartbeat calls of one
 // process; each batch is one flush. On SQLite the flush is itself a write
 // that the writer's group commit may share with other writes (one commit,
 // a savepoint each), and the completer is still needed there: the writer
@@ -56,7 +56,7 @@ type completer = groupcommit.Group[*finish, cks.Task]
 
 // flush carries batch in one write transaction: the tasks are read and
 // locked in one statement; each call is decided in Go by the rule of a
-// single Complete, Fail or Touch — fenced by its own token and the lease's
+// single Complete, Fail or Heartbeat — fenced by its own token and the lease's
 // life (fence: a token that is not the current one, or whose lease
 // expired unrenewed, is that caller's ErrLeaseLost and nobody else's), and a
 // task met twice is decided the second time as the first left it — then
@@ -101,7 +101,7 @@ func (s *Service) flush(ctx context.Context, b *groupcommit.Batch[*finish, cks.T
 		var (
 			moves = make([]move, 0, len(batch))
 			who   = make([]int, 0, len(batch)) // the batch index of each move
-			// renewed marks the rows Touch renews (by index in locked),
+			// renewed marks the rows Heartbeat renews (by index in locked),
 			// written before the moves; a later move of the same task in
 			// the batch writes its row (renewal included) instead.
 			renewed []bool
@@ -211,7 +211,7 @@ func (s *Service) finishMove(cur driver.TaskRow, f *finish, now time.Time) move 
 	}
 	reason := f.text
 	if f.retryable && cur.Attempts < cur.MaxAttempts {
-		runAfter := now.Add(Backoff(s.settings.RetryBackoff, cur.Attempts, s.jitter()))
+		runAfter := now.Add(backoff(s.settings.RetryBackoff, cur.Attempts, s.jitter()))
 		return move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: "retry: " + reason,
 			set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }}
 	}

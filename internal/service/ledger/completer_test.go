@@ -158,7 +158,7 @@ func claimN(t testing.TB, s *ledger.Service, typ string, n int) []cks.ClaimedTas
 			t.Fatal(err)
 		}
 	}
-	got, err := s.Claim(ctx, "w", []string{typ}, n, time.Hour)
+	got, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: n, Lease: time.Hour})
 	if err != nil || len(got) != n {
 		t.Fatalf("claim: %d of %d, %v", len(got), n, err)
 	}
@@ -367,8 +367,8 @@ func TestCompleterWithdraw(t *testing.T) {
 
 // TestCompleterTouches: heartbeats made while a flush is in flight renew
 // their leases in the next flush, each by its own length from the clock's
-// now; a Touch before a Complete of the same task in one flush does not
-// undo the completion, and a Touch after it has lost the lease.
+// now; a Heartbeat before a Complete of the same task in one flush does not
+// undo the completion, and a Heartbeat after it has lost the lease.
 func TestCompleterTouches(t *testing.T) {
 	for _, dl := range dialects {
 		t.Run(dl.name, func(t *testing.T) {
@@ -387,14 +387,18 @@ func TestCompleterTouches(t *testing.T) {
 			}
 			calls := []call{{a, true}, {c, true}, {c, false}, {b, true}, {c, true}}
 			errs := make([]error, len(calls))
+			held := make([]bool, len(calls))
 			var wg sync.WaitGroup
 			withHeldFlush(t, s, g, blocker, len(calls), func() {
 				for k, cl := range calls {
 					wg.Go(func() {
 						if cl.touch {
-							_, errs[k] = s.Touch(ctx, cl.task.ID, cl.task.LeaseToken)
+							var res cks.TouchResult
+							res, errs[k] = s.Heartbeat(ctx, cl.task.ID, cl.task.LeaseToken)
+							held[k] = res.Held
 						} else {
 							_, errs[k] = s.Complete(ctx, cl.task.ID, cl.task.LeaseToken, false, "done")
+							held[k] = errs[k] == nil
 						}
 					})
 					waitQueued(t, s, k+1) // in this order
@@ -402,8 +406,8 @@ func TestCompleterTouches(t *testing.T) {
 			})
 			wg.Wait()
 			for k, err := range errs {
-				if last := k == len(calls)-1; last != errors.Is(err, cks.ErrLeaseLost) || (!last && err != nil) {
-					t.Errorf("call %d on task %d: %v", k, calls[k].task.ID, err)
+				if last := k == len(calls)-1; last == held[k] || err != nil {
+					t.Errorf("call %d on task %d: held %v, %v", k, calls[k].task.ID, held[k], err)
 				}
 			}
 			if got := g.sizes(); !slices.Equal(got, []int{1, 3}) {

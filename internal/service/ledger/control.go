@@ -43,24 +43,22 @@ type UpdateParams struct {
 }
 
 // StopTask is the operator's stop (ADR 0020): it holds the task in STOPPED
-// (Stop) and, when that revoked a running executor's lease and p.Wait is
-// set, waits up to the deadline for the executor to confirm the abort. The
-// returned abort is then AbortConfirmed or AbortUnconfirmed, and so is the
-// stored one. Without Wait the abort is returned pending; its outcome is
-// settled later by the executor's confirmation or by ExpireAborts. The API,
-// MCP server and CLI all call it, so the wait and its outcome behave the
-// same everywhere.
+// (stop: a running executor's lease revoked, its attempt given back, an
+// abort requested of it) and, when that revoked a running executor's lease
+// and p.Wait is set, waits up to the deadline for the executor to confirm
+// the abort. The returned abort is then AbortConfirmed or
+// AbortUnconfirmed, and so is the stored one. Without Wait the abort is
+// returned pending; its outcome is settled later by the executor's
+// confirmation or by ExpireAborts. The API, MCP server and CLI all call
+// it, so the wait and its outcome behave the same everywhere.
 func (s *Service) StopTask(ctx context.Context, p StopParams) (cks.TaskStopResult, error) {
-	deadline, err := cks.ValidateDeadline(p.Deadline)
-	if err != nil {
-		return cks.TaskStopResult{}, err
+	res, deadline, err := s.stop(ctx, p)
+	if err != nil || res.Abort == nil || !p.Wait {
+		return res, err
 	}
-	t, ab, from, err := s.stop(ctx, p.ID, p.Actor, p.Reason, deadline)
-	if err != nil || ab == nil || !p.Wait {
-		return cks.TaskStopResult{Task: t, From: from, Abort: ab}, err
-	}
-	got, err := s.WaitAbort(ctx, ab.ID, deadline)
-	return cks.TaskStopResult{Task: t, From: from, Abort: &got}, err
+	got, err := s.waitAbort(ctx, res.Abort.ID, deadline)
+	res.Abort = &got
+	return res, err
 }
 
 // UpdateTask is the operator's update: Update, and when that restarted a
@@ -76,21 +74,21 @@ func (s *Service) UpdateTask(ctx context.Context, p UpdateParams) (cks.UpdateRes
 	if err != nil || res.Abort == nil || !p.Wait {
 		return res, err
 	}
-	got, err := s.WaitAbort(ctx, res.Abort.ID, deadline)
+	got, err := s.waitAbort(ctx, res.Abort.ID, deadline)
 	res.Abort = &got
 	return res, err
 }
 
-// errNoWatcher is WaitAbort's error on a service built without a Watcher.
+// errNoWatcher is waitAbort's error on a service built without a Watcher.
 var errNoWatcher = errors.New("ledger: no change watcher to wait for an abort's confirmation")
 
-// WaitAbort waits up to d for abort abortID to be confirmed, woken by
+// waitAbort waits up to d for abort abortID to be confirmed, woken by
 // cks.TopicTaskAborts, and declares it unconfirmed when d passes first
-// (ResolveAbort, which returns it confirmed if the confirmation won the
+// (resolveAborts, which returns it confirmed if the confirmation won the
 // race). When ctx ends first it returns the abort as it stands with ctx's
-// error; the ledger settles it at its deadline. It is WaitAborts of one.
-func (s *Service) WaitAbort(ctx context.Context, abortID int64, d time.Duration) (cks.Abort, error) {
-	got, err := s.WaitAborts(ctx, []int64{abortID}, d)
+// error; the ledger settles it at its deadline. It is waitAborts of one.
+func (s *Service) waitAbort(ctx context.Context, abortID int64, d time.Duration) (cks.Abort, error) {
+	got, err := s.waitAborts(ctx, []int64{abortID}, d)
 	a, ok := got[abortID]
 	if !ok && err == nil {
 		err = fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
@@ -98,12 +96,12 @@ func (s *Service) WaitAbort(ctx context.Context, abortID int64, d time.Duration)
 	return a, err
 }
 
-// WaitAborts is WaitAbort of the aborts ids at once, up to d for them all:
+// waitAborts is waitAbort of the aborts ids at once, up to d for them all:
 // at every wake-up the ones still pending are read again in one read
 // (AbortGetMany), and those still pending when d passes are declared
-// unconfirmed in one transaction (ResolveAborts). It returns each abort as
+// unconfirmed in one transaction (resolveAborts). It returns each abort as
 // it stands, by id; an id that is no abort is absent.
-func (s *Service) WaitAborts(ctx context.Context, ids []int64, d time.Duration) (map[int64]cks.Abort, error) {
+func (s *Service) waitAborts(ctx context.Context, ids []int64, d time.Duration) (map[int64]cks.Abort, error) {
 	if s.changes == nil {
 		return nil, errNoWatcher
 	}
@@ -145,7 +143,7 @@ func (s *Service) WaitAborts(ctx context.Context, ids []int64, d time.Duration) 
 	case lastErr != nil && !errors.Is(lastErr, context.DeadlineExceeded) && !errors.Is(lastErr, context.Canceled):
 		return got, lastErr
 	}
-	resolved, err := s.ResolveAborts(ctx, pending)
+	resolved, err := s.resolveAborts(ctx, pending)
 	maps.Copy(got, resolved)
 	return got, err
 }

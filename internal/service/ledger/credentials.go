@@ -10,27 +10,16 @@ import (
 	"github.com/cks-dev/cks/internal/driver"
 )
 
-// Issue gives one claimed task its credential (auth.IssueTaskToken bound to
-// the task's lease, for an agent to act on that task alone).
-type Issue func(ctx context.Context, t cks.ClaimedTask) (string, error)
-
-// ClaimCredentialed is ClaimWith that either gives every claimed task its
-// credential or fails the claim: issue runs for each claimed task, in
-// order, and when it fails for one, every task of the claim is given back
-// (GiveBack: OPEN again, its attempt returned, its lease revoked) and the
-// error returned — a claimer never holds a lease it cannot act on, and no
-// task waits for its lease to expire because a credential was not issued.
-// The credentials are keyed by task id.
-func (s *Service) ClaimCredentialed(ctx context.Context, p ClaimParams, issue Issue) ([]cks.ClaimedTask, map[int64]string, error) {
-	ts, err := s.ClaimWith(ctx, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	creds := make(map[int64]string, len(ts))
+// issue gives every task of the claim ts its credential (ClaimParams.Issue)
+// or fails the claim: issue runs for each claimed task, in order, and when
+// it fails for one, every task of the claim is given back (GiveBack: OPEN
+// again, its attempt returned, its lease revoked) and the error returned —
+// a claimer never holds a lease it cannot act on, and no task waits for its
+// lease to expire because a credential was not issued.
+func (s *Service) issue(ctx context.Context, ts []cks.ClaimedTask, issue func(context.Context, cks.ClaimedTask) error) ([]cks.ClaimedTask, error) {
 	for _, t := range ts {
-		cred, err := issue(ctx, t)
+		err := issue(ctx, t)
 		if err == nil {
-			creds[t.ID] = cred
 			continue
 		}
 		err = fmt.Errorf("claim: credential of task %d: %w", t.ID, err)
@@ -42,9 +31,9 @@ func (s *Service) ClaimCredentialed(ctx context.Context, p ClaimParams, issue Is
 				err = errors.Join(err, fmt.Errorf("give back task %d: %w", b.ID, gerr))
 			}
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	return ts, creds, nil
+	return ts, nil
 }
 
 // GiveBack returns a task its claimer cannot work, fenced by its live

@@ -11,10 +11,10 @@ import (
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
-// TestClaimCredentialed: a claim gives every task it takes its credential,
-// or, when one cannot be issued, gives every task back (OPEN, its attempt
-// returned, its lease revoked) and fails — no task is left leased to a
-// claimer without a credential.
+// TestClaimCredentialed: a claim with ClaimParams.Issue (claim_tasks')
+// gives every task it takes its credential, or, when one cannot be issued,
+// gives every task back (OPEN, its attempt returned, its lease revoked) and
+// fails — no task is left leased to a claimer without a credential.
 func TestClaimCredentialed(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t).Tasks
@@ -27,13 +27,14 @@ func TestClaimCredentialed(t *testing.T) {
 		p := ledger.ClaimParams{Worker: "w", Types: []string{"cred"}, N: 2, Lease: time.Minute}
 		refused := errors.New("no credential today")
 		issued := 0
-		_, _, err := s.ClaimCredentialed(ctx, p, func(_ context.Context, ct cks.ClaimedTask) (string, error) {
+		p.Issue = func(_ context.Context, ct cks.ClaimedTask) error {
 			if issued == 1 {
-				return "", refused
+				return refused
 			}
 			issued++
-			return "cred-" + ct.LeaseToken, nil
-		})
+			return nil
+		}
+		_, err := s.Claim(ctx, p)
 		if !errors.Is(err, refused) {
 			t.Fatalf("claim with a failing credential = %v, want %v", err, refused)
 		}
@@ -47,9 +48,12 @@ func TestClaimCredentialed(t *testing.T) {
 					task.ID, task.State, task.Attempts, task.ClaimedBy)
 			}
 		}
-		ts, creds, err := s.ClaimCredentialed(ctx, p, func(_ context.Context, ct cks.ClaimedTask) (string, error) {
-			return "cred-" + ct.LeaseToken, nil
-		})
+		creds := map[int64]string{}
+		p.Issue = func(_ context.Context, ct cks.ClaimedTask) error {
+			creds[ct.ID] = "cred-" + ct.LeaseToken
+			return nil
+		}
+		ts, err := s.Claim(ctx, p)
 		if err != nil || len(ts) != 2 || len(creds) != 2 {
 			t.Fatalf("claim = %d tasks, %d credentials, %v; want 2 and 2", len(ts), len(creds), err)
 		}

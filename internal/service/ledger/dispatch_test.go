@@ -65,7 +65,7 @@ func TestDispatchExclusionSet(t *testing.T) {
 			if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "a"}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Claim(ctx, "w", types, 1, time.Second); err != nil {
+			if _, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: types, N: 1, Lease: time.Second}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 
 // TestTaskBatching: the ledger's batched forms: the bulk
 // enqueue (ledger.Service.EnqueueMany) and the claim that starts the task
-// (ClaimWith, Running).
+// (Claim, Running).
 func TestTaskBatching(t *testing.T) {
 	backendtest.Run(t, backendtest.Cases{
 		"TaskEnqueueMany":                  testTaskEnqueueMany,
@@ -98,7 +98,7 @@ func testTaskEnqueueMany(t *testing.T, open backendtest.Opener) {
 	}
 	// The waiting item is released by its dependency's completion, as any.
 	for {
-		ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, backendtest.Lease)
+		ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 10, Lease: backendtest.Lease})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func testTaskClaimRunning(t *testing.T, open backendtest.Opener) {
 	a := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "two steps", Priority: 2})
 	b := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r", Title: "one step", Priority: 1})
 	plain := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "p", Title: "plain"})
-	two, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, backendtest.Lease)
+	two, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r"}, N: 1, Lease: backendtest.Lease})
 	if err != nil || len(two) != 1 || two[0].ID != a.ID {
 		t.Fatalf("claim: %+v %v", two, err)
 	}
@@ -237,7 +237,7 @@ func testTaskClaimRunning(t *testing.T, open backendtest.Opener) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	one, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: backendtest.Lease, Running: true})
+	one, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r", "p"}, N: 1, Lease: backendtest.Lease, Running: true})
 	if err != nil || len(one) != 1 || one[0].ID != b.ID {
 		t.Fatalf("claim running: %+v %v", one, err)
 	}
@@ -262,11 +262,11 @@ func testTaskClaimRunning(t *testing.T, open backendtest.Opener) {
 		t.Fatal(err)
 	}
 	backendtest.WantState(t, s, b.ID, cks.TaskCompleted)
-	rest, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "v", N: 5, Lease: backendtest.Lease})
+	rest, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "v", N: 5, Lease: backendtest.Lease})
 	if err != nil || len(rest) != 1 || rest[0].ID != plain.ID || rest[0].State != cks.TaskClaimed {
 		t.Fatalf("claim without Running: %+v %v", rest, err)
 	}
-	if _, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: "", N: 1, Lease: backendtest.Lease, Running: true}); !cks.IsFieldError(err, "worker") {
+	if _, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "", N: 1, Lease: backendtest.Lease, Running: true}); !cks.IsFieldError(err, "worker") {
 		t.Fatalf("claim running without a worker: %v", err)
 	}
 }

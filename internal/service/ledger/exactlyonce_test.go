@@ -17,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // ExactlyOnceTasks is the number of tasks of the exactly-once test (a tenth
@@ -231,7 +232,7 @@ func (x *exactlyOnce) work(s *backend.Backend, w int) {
 		default:
 		}
 		tick := x.nextTick()
-		ts, err := s.Tasks.Claim(x.ctx, name, []string{"work"}, 1+rng.IntN(8), backendtest.Lease)
+		ts, err := s.Tasks.Claim(x.ctx, ledger.ClaimParams{Worker: name, Types: []string{"work"}, N: 1 + rng.IntN(8), Lease: backendtest.Lease})
 		if err != nil {
 			x.fail(fmt.Errorf("%s: claim: %w", name, err))
 			return

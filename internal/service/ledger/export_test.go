@@ -9,7 +9,7 @@ import (
 	"github.com/cks-dev/cks/internal/driver"
 )
 
-// Queued reports how many Complete, Fail and Touch calls of s wait for the
+// Queued reports how many Complete, Fail and Heartbeat calls of s wait for the
 // next flush of its completer.
 func Queued(s *Service) int { return s.completer.Queued() }
 
@@ -77,4 +77,14 @@ func RoomKnows(s *Service) bool {
 	s.room.mu.Lock()
 	defer s.room.mu.Unlock()
 	return s.room.known.valid
+}
+
+// Transition moves task id of s to state to through the transition table,
+// recording an event by actor with reason, and nothing else: no lease,
+// dependency or attempt effects (the table's own test, and the setups that
+// must reach a state behind the operations' back).
+func Transition(ctx context.Context, s *Service, id int64, to cks.TaskState, actor, reason string) (cks.Task, error) {
+	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
+	})
 }

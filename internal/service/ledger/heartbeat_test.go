@@ -23,7 +23,7 @@ func TestHeartbeat(t *testing.T) {
 			if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+			got, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Minute})
 			if err != nil || len(got) != 1 {
 				t.Fatalf("claim %s = %v, %v", typ, got, err)
 			}

@@ -86,7 +86,7 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 	// to RUNNING in the claim).
 	claim := func(typ, worker string, running bool) cks.ClaimedTask {
 		t.Helper()
-		cs, err := tasks.ClaimWith(c, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1,
+		cs, err := tasks.Claim(c, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1,
 			Lease: backendtest.Lease, Running: running})
 		must("claim "+typ, err)
 		if len(cs) != 1 {
@@ -271,7 +271,7 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 		tick()
 		ct := claim("stop", "w1", true)
 		tick()
-		_, _, err := tasks.Stop(c, id, "op", "hold it", time.Minute)
+		_, err := tasks.StopTask(c, ledger.StopParams{ID: id, Actor: "op", Reason: "hold it", Deadline: time.Minute})
 		must("stop", err)
 		tick()
 		_, err = tasks.UpdateTask(c, ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Description: str("better")}})
@@ -290,7 +290,7 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 		tick()
 		ct = claim("stopclaimed", "w1", false)
 		tick()
-		_, _, err = tasks.Stop(c, id, "op", "hold it", time.Minute)
+		_, err = tasks.StopTask(c, ledger.StopParams{ID: id, Actor: "op", Reason: "hold it", Deadline: time.Minute})
 		must("stop", err)
 		tick()
 		_, err = tasks.ConfirmAbort(c, id, ct.LeaseToken)
@@ -412,7 +412,7 @@ func walkHistories(t *testing.T, s *backend.Backend, clk *clock.Fake) string {
 	{
 		id := enqueue(cks.NewTask{Type: "held"}).ID
 		tick()
-		_, _, err := tasks.Stop(c, id, "op", "not yet", 0)
+		_, err := tasks.StopTask(c, ledger.StopParams{ID: id, Actor: "op", Reason: "not yet"})
 		must("stop", err)
 		tick()
 		_, err = tasks.Cancel(c, id, "op", "never mind")

@@ -1,8 +1,13 @@
 package ledger
 
-import "time"
+import (
+	"context"
+	"time"
 
-// ClaimParams is one claim (Tasks.ClaimWith).
+	"github.com/cks-dev/cks"
+)
+
+// ClaimParams is one claim (Claim).
 type ClaimParams struct {
 	// Worker holds the leases (claimed_by, the events' actor).
 	Worker string
@@ -10,7 +15,7 @@ type ClaimParams struct {
 	Types []string
 	// N is the most tasks the claim takes.
 	N int
-	// Lease is each lease's duration, MinLease to MaxLease (Touch renews
+	// Lease is each lease's duration, MinLease to MaxLease (Heartbeat renews
 	// it by as much); 0 is the service's default lease
 	// (Settings.DefaultLease, CKS_STALE_WINDOW). Once it has run out
 	// unrenewed, every call under it is ErrLeaseLost and the next claim
@@ -29,6 +34,12 @@ type ClaimParams struct {
 	// stop). A claim under way is not interrupted: what it took is handed
 	// back to the caller.
 	Interrupt <-chan struct{}
+	// Issue, when set, runs for each claimed task, in order, before the
+	// claim returns: claim_tasks issues the task's credential there
+	// (auth.IssueTaskToken, bound to the new lease) and keeps it for its
+	// answer. When it fails for one task, the claim fails with its error
+	// and every task of it is given back (issue).
+	Issue func(ctx context.Context, t cks.ClaimedTask) error
 }
 
 // DependencyRelease is the outcome of Tasks.ReleaseDependencies.

@@ -46,7 +46,7 @@ const shortLease = ledger.MinLease
 func claimShort(t *testing.T, s *backend.Backend, typ, worker string, running bool) cks.ClaimedTask {
 	t.Helper()
 	backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: typ})
-	ts, err := s.Tasks.ClaimWith(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: shortLease, Running: running})
+	ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: shortLease, Running: running})
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim of %s: %+v, %v", typ, ts, err)
 	}
@@ -134,14 +134,14 @@ func testLateTouchRefused(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	c := claimShort(t, s, "touch", "w", true)
 	clk.Advance(shortLease / 2)
-	if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
-		t.Fatalf("Touch within the lease = %v, %v; want held", held, err)
+	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); !res.Held || err != nil {
+		t.Fatalf("Heartbeat within the lease = %v, %v; want held", res.Held, err)
 	}
 	clk.Advance(shortLease) // exactly the renewed lease
 	before := snapshot(t, s, c.ID)
-	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
-	if held || !errors.Is(err, cks.ErrLeaseLost) {
-		t.Fatalf("Touch after the lease ran out = %v, %v; want false, ErrLeaseLost", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken)
+	if res.Held || err != nil {
+		t.Fatalf("Heartbeat after the lease ran out = %+v, %v; want not held", res, err)
 	}
 	clk.Advance(time.Hour)
 	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); err != nil || res.Held || res.AbortRequested {
@@ -161,7 +161,7 @@ func testExpiredTakenByNextClaim(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	dead := claimShort(t, s, "job", "dead", true)
 	clk.Advance(shortLease)
-	again, err := s.Tasks.Claim(ctx(t), "next", []string{"job"}, 1, time.Minute)
+	again, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "next", Types: []string{"job"}, N: 1, Lease: time.Minute})
 	if err != nil || len(again) != 1 || again[0].ID != dead.ID {
 		t.Fatalf("the next claim after the lease ran out = %+v, %v; want task %d at once", again, err, dead.ID)
 	}
@@ -200,12 +200,12 @@ func testExpiredAtMaxAttempts(t *testing.T, open backendtest.Opener) {
 	last := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "once", MaxAttempts: 1, Priority: 5})
 	dependant := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "after", DependsOn: []int64{last.ID}})
 	other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "once"})
-	c, err := s.Tasks.Claim(ctx(t), "dead", []string{"once"}, 1, shortLease)
+	c, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "dead", Types: []string{"once"}, N: 1, Lease: shortLease})
 	if err != nil || len(c) != 1 || c[0].ID != last.ID {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
 	clk.Advance(shortLease)
-	next, err := s.Tasks.Claim(ctx(t), "next", []string{"once"}, 5, time.Minute)
+	next, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "next", Types: []string{"once"}, N: 5, Lease: time.Minute})
 	if err != nil || len(next) != 1 || next[0].ID != other.ID {
 		t.Fatalf("the next claim = %+v, %v; want only task %d", next, err, other.ID)
 	}
@@ -222,7 +222,7 @@ func testUnexpiredNotTaken(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	c := claimShort(t, s, "job", "alive", false)
 	clk.Advance(shortLease - time.Millisecond)
-	if ts, err := s.Tasks.Claim(ctx(t), "other", []string{"job"}, 5, time.Minute); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "other", Types: []string{"job"}, N: 5, Lease: time.Minute}); err != nil || len(ts) != 0 {
 		t.Fatalf("a claim while the lease runs = %+v, %v; want nothing", ts, err)
 	}
 	if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 0 || err != nil {
@@ -242,7 +242,7 @@ func testUnexpiredNotTaken(t *testing.T, open backendtest.Opener) {
 func testExpiredInClaimOrder(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	urgent := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "q", Priority: 9})
-	c, err := s.Tasks.Claim(ctx(t), "dead", []string{"q"}, 1, shortLease)
+	c, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "dead", Types: []string{"q"}, N: 1, Lease: shortLease})
 	if err != nil || len(c) != 1 || c[0].ID != urgent.ID {
 		t.Fatalf("claim = %+v, %v", c, err)
 	}
@@ -250,7 +250,7 @@ func testExpiredInClaimOrder(t *testing.T, open backendtest.Opener) {
 		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "q"})
 	}
 	clk.Advance(shortLease)
-	ts, err := s.Tasks.Claim(ctx(t), "next", []string{"q"}, 1, time.Minute)
+	ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "next", Types: []string{"q"}, N: 1, Lease: time.Minute})
 	if err != nil || len(ts) != 1 || ts[0].ID != urgent.ID {
 		t.Fatalf("the next claim = %+v, %v; want the urgent task %d taken back before the OPEN ones", ts, err, urgent.ID)
 	}
@@ -299,7 +299,7 @@ func testDefaultLeaseIsTheWindow(t *testing.T, open backendtest.Opener) {
 	claim := func(typ string, d time.Duration) cks.ClaimedTask {
 		t.Helper()
 		backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ})
-		ts, err := s.Tasks.Claim(ctx(t), "w", []string{typ}, 1, d)
+		ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: d})
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("claim %s: %+v, %v", typ, ts, err)
 		}
@@ -346,16 +346,16 @@ func testRenewedLeaseRunsFromRenewal(t *testing.T, open backendtest.Opener) {
 	c := claimShort(t, s, "job", "w", true)
 	for range 5 {
 		clk.Advance(shortLease / 3)
-		if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
-			t.Fatalf("Touch every third of the lease = %v, %v", held, err)
+		if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); !res.Held || err != nil {
+			t.Fatalf("Heartbeat every third of the lease = %v, %v", res.Held, err)
 		}
 	}
 	clk.Advance(shortLease - time.Millisecond)
-	if ts, err := s.Tasks.Claim(ctx(t), "other", []string{"job"}, 1, time.Minute); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "other", Types: []string{"job"}, N: 1, Lease: time.Minute}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim before the renewed lease ends = %+v, %v", ts, err)
 	}
 	clk.Advance(time.Millisecond)
-	if ts, err := s.Tasks.Claim(ctx(t), "other", []string{"job"}, 1, time.Minute); err != nil || len(ts) != 1 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "other", Types: []string{"job"}, N: 1, Lease: time.Minute}); err != nil || len(ts) != 1 {
 		t.Fatalf("claim once the renewed lease ended = %+v, %v; want the task", ts, err)
 	}
 }

@@ -35,7 +35,7 @@ func testLeaseTokenOnlyForTheClaimer(t *testing.T, open backendtest.Opener) {
 		backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t"})
 	}
 	backendtest.MustEnqueue(t, s, cks.NewTask{Type: "r"})
-	claimed, err := s.Tasks.Claim(ctx(t), "w", []string{"t"}, 3, backendtest.Lease)
+	claimed, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"t"}, N: 3, Lease: backendtest.Lease})
 	if err != nil || len(claimed) != 3 {
 		t.Fatalf("Claim = %d tasks, %v; want 3", len(claimed), err)
 	}
@@ -151,7 +151,7 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 			must(t, "RequestInput", err)
 		}},
 		{"Stop", func(t *testing.T, c cks.ClaimedTask) {
-			_, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0)
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold"})
 			must(t, "Stop", err)
 		}},
 		{"restarting Update", func(t *testing.T, c cks.ClaimedTask) {
@@ -173,7 +173,7 @@ func leaseEnders(s *backend.Backend, clk interface{ Advance(time.Duration) }) []
 
 // testLeasePrincipalEndsWithItsLease: a principal bound to a lease
 // authenticates while the lease is current and is refused (ErrNotFound) the
-// moment any operation ends it — before DeleteEndedLeasePrincipals runs,
+// moment any operation ends it — before DeleteEndedCredentials runs,
 // which then removes exactly the ended ones.
 func testLeasePrincipalEndsWithItsLease(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
@@ -213,11 +213,11 @@ func testLeasePrincipalEndsWithItsLease(t *testing.T, open backendtest.Opener) {
 		Lease: &cks.LeaseBinding{TaskID: live.ID, LeaseTokenHash: driver.HashLeaseToken(live.LeaseToken)}}, "hash-live", nil); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != len(leaseEnders(s, clk)) {
-		t.Fatalf("DeleteEndedLeasePrincipals = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
+	if n, err := s.Principals.DeleteEndedCredentials(ctx(t), clk.Now()); err != nil || n != len(leaseEnders(s, clk)) {
+		t.Fatalf("DeleteEndedCredentials = %d, %v; want %d", n, err, len(leaseEnders(s, clk)))
 	}
-	if n, err := s.Principals.DeleteEndedLeasePrincipals(ctx(t)); err != nil || n != 0 {
-		t.Fatalf("second DeleteEndedLeasePrincipals = %d, %v; want 0", n, err)
+	if n, err := s.Principals.DeleteEndedCredentials(ctx(t), clk.Now()); err != nil || n != 0 {
+		t.Fatalf("second DeleteEndedCredentials = %d, %v; want 0", n, err)
 	}
 	ps, err := s.Principals.ListPrincipals(ctx(t))
 	if err != nil {
@@ -270,7 +270,7 @@ func testLeasePrincipalOfAnotherLease(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("principal %s: %v, want ErrNotFound", id, err)
 		}
 	}
-	if _, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0); err != nil {
+	if _, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	mustStart(t, s, c.ID)

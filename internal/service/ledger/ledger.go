@@ -1,7 +1,7 @@
 // Package ledger holds the rules of the task lifecycle (ADR 0020): the twelve
 // task states, which of them are terminal, the allowed-transition table, the
 // dispatch-exclusion set and the retry backoff, as pure data and functions;
-// and Service, the task ledger itself over a driver.Driver, which routes every state change through Check in
+// and Service, the task ledger itself over a driver.Driver, which routes every state change through check in
 // its one transition function, so the table here is the only place a
 // transition is allowed and every rule of the lifecycle is written once for
 // both dialects. Control adds the operator operations (stop, start, update)
@@ -68,30 +68,21 @@ var transitions = map[cks.TaskState][]cks.TaskState{
 	cks.TaskCancelled: {cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked},
 }
 
-// Transitions returns a copy of the allowed-transition table.
-func Transitions() map[cks.TaskState][]cks.TaskState {
-	out := make(map[cks.TaskState][]cks.TaskState, len(transitions))
-	for from, tos := range transitions {
-		out[from] = slices.Clone(tos)
-	}
-	return out
-}
-
 // Valid reports whether s is one of the twelve states.
 func Valid(s cks.TaskState) bool { return slices.Contains(All[:], s) }
 
-// IsTerminal reports whether s is terminal.
-func IsTerminal(s cks.TaskState) bool { return slices.Contains(Terminal[:], s) }
+// isTerminal reports whether s is terminal.
+func isTerminal(s cks.TaskState) bool { return slices.Contains(Terminal[:], s) }
 
-// IsDispatchExcluded reports whether s is in DispatchExcluded.
-func IsDispatchExcluded(s cks.TaskState) bool { return slices.Contains(DispatchExcluded[:], s) }
+// isDispatchExcluded reports whether s is in DispatchExcluded.
+func isDispatchExcluded(s cks.TaskState) bool { return slices.Contains(DispatchExcluded[:], s) }
 
 // Allowed reports whether the table allows from → to.
 func Allowed(from, to cks.TaskState) bool { return slices.Contains(transitions[from], to) }
 
-// Check returns nil when from → to is allowed, and otherwise an error wrapping
+// check returns nil when from → to is allowed, and otherwise an error wrapping
 // cks.ErrConflict that names both states.
-func Check(from, to cks.TaskState) error {
+func check(from, to cks.TaskState) error {
 	if Allowed(from, to) {
 		return nil
 	}
@@ -111,7 +102,7 @@ func (e *TransitionError) Error() string {
 // Unwrap makes errors.Is(err, cks.ErrConflict) hold.
 func (e *TransitionError) Unwrap() error { return cks.ErrConflict }
 
-// Retry backoff bounds (see Backoff).
+// Retry backoff bounds (see backoff).
 const (
 	// BackoffBase is the delay after the first failed attempt when
 	// Settings.RetryBackoff is not set (CKS_RETRY_BACKOFF).
@@ -123,13 +114,13 @@ const (
 	BackoffJitter = 0.25
 )
 
-// Backoff is the delay before a retried task may be claimed again after its
+// backoff is the delay before a retried task may be claimed again after its
 // attempt-th attempt failed: base·2^(attempt-1), capped at BackoffMax, plus
 // up to BackoffJitter of itself chosen by r in [0, 1) (the caller passes a
 // random number, so this function stays deterministic for tests). base is
 // Settings.RetryBackoff: 1 s by default, so 1 s, 2 s, 4 s …; 0 retries at
 // once.
-func Backoff(base time.Duration, attempt int, r float64) time.Duration {
+func backoff(base time.Duration, attempt int, r float64) time.Duration {
 	d := BackoffMax
 	if attempt < 1 {
 		attempt = 1
@@ -143,12 +134,12 @@ func Backoff(base time.Duration, attempt int, r float64) time.Duration {
 	return d + time.Duration(float64(d)*BackoffJitter*r)
 }
 
-// Cycle reports whether giving task id the dependencies deps would close a
+// findCycle reports whether giving task id the dependencies deps would close a
 // cycle in the dependency graph, whose existing edges dependsOn returns, and
 // if so returns one such cycle as a path id → … → id. A new task cannot close
 // a cycle (nothing depends on it yet), so Enqueue never meets one; edits of
 // an existing task's dependencies must check with this before writing.
-func Cycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
+func findCycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
 	prev := map[int64]int64{}
 	queue := make([]int64, 0, len(deps))
 	for _, d := range deps {
@@ -177,10 +168,4 @@ func Cycle(id int64, deps []int64, dependsOn func(int64) []int64) []int64 {
 		}
 	}
 	return nil
-}
-
-// WrongState is the conflict of operation op, which needs task t in state
-// want; it wraps cks.ErrConflict and names the task, its state and want.
-func WrongState(t cks.Task, op string, want cks.TaskState) error {
-	return fmt.Errorf("task %d is %s, %s needs %s: %w", t.ID, t.State, op, want, cks.ErrConflict)
 }

@@ -1,4 +1,4 @@
-package ledger_test
+package ledger
 
 import (
 	"errors"
@@ -8,22 +8,21 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
-	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 func TestTableCoversEveryState(t *testing.T) {
-	table := ledger.Transitions()
-	if len(ledger.All) != 12 || len(table) != 12 {
-		t.Fatalf("%d states, %d table rows; want 12 and 12", len(ledger.All), len(table))
+	table := transitions
+	if len(All) != 12 || len(table) != 12 {
+		t.Fatalf("%d states, %d table rows; want 12 and 12", len(All), len(table))
 	}
-	for _, from := range ledger.All {
+	for _, from := range All {
 		tos, ok := table[from]
 		if !ok {
 			t.Errorf("state %s has no row in the table", from)
 		}
 		// A terminal state is left only by an operator's retry, to where a
 		// start would go; COMPLETED never.
-		if ledger.IsTerminal(from) {
+		if isTerminal(from) {
 			want := []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}
 			if from == cks.TaskCompleted {
 				want = nil
@@ -33,7 +32,7 @@ func TestTableCoversEveryState(t *testing.T) {
 			}
 		}
 		for _, to := range tos {
-			if !ledger.Valid(to) {
+			if !Valid(to) {
 				t.Errorf("%s → unknown state %q", from, to)
 			}
 			if to == from {
@@ -64,7 +63,7 @@ func TestCheck(t *testing.T) {
 		{cks.TaskStopped, cks.TaskClaimed, false},
 	}
 	for _, c := range cases {
-		err := ledger.Check(c.from, c.to)
+		err := check(c.from, c.to)
 		if c.ok != (err == nil) {
 			t.Errorf("Check(%s, %s) = %v, want ok=%v", c.from, c.to, err, c.ok)
 		}
@@ -83,11 +82,11 @@ func TestCheck(t *testing.T) {
 // is never claimable, never terminal, and can be left only by an explicit
 // operator or answer transition.
 func TestDispatchExclusion(t *testing.T) {
-	if got := ledger.DispatchExcluded; len(got) != 2 || got[0] != cks.TaskNeedsInput || got[1] != cks.TaskStopped {
+	if got := DispatchExcluded; len(got) != 2 || got[0] != cks.TaskNeedsInput || got[1] != cks.TaskStopped {
 		t.Fatalf("DispatchExcluded = %v, want [NEEDS_INPUT STOPPED]", got)
 	}
-	for _, s := range ledger.DispatchExcluded {
-		if ledger.IsTerminal(s) || ledger.Allowed(s, cks.TaskClaimed) {
+	for _, s := range DispatchExcluded {
+		if isTerminal(s) || Allowed(s, cks.TaskClaimed) {
 			t.Errorf("%s is terminal or claimable", s)
 		}
 	}
@@ -114,7 +113,7 @@ func TestBackoff(t *testing.T) {
 		{59 * time.Minute, 32, 0, time.Hour}, // the shift overflows: capped
 	}
 	for _, c := range cases {
-		if got := ledger.Backoff(c.base, c.attempt, c.r); got != c.want {
+		if got := backoff(c.base, c.attempt, c.r); got != c.want {
 			t.Errorf("Backoff(%v, %d, %v) = %v, want %v", c.base, c.attempt, c.r, got, c.want)
 		}
 	}
@@ -136,13 +135,13 @@ func TestCycle(t *testing.T) {
 		{1, []int64{3}, nil},
 	}
 	for _, c := range cases {
-		if got := ledger.Cycle(c.id, c.deps, dependsOn); !slices.Equal(got, c.want) {
+		if got := findCycle(c.id, c.deps, dependsOn); !slices.Equal(got, c.want) {
 			t.Errorf("Cycle(%d, %v) = %v, want %v", c.id, c.deps, got, c.want)
 		}
 	}
 }
 
-// TestActions pins what ledger.Actions offers in each state (ADR 0020: stop
+// TestActions pins what Actions offers in each state (ADR 0020: stop
 // anything live but a held task, start only a held one, answer a question,
 // review a result, material edits not under a question or a review; issue
 // 24: retry a failed or cancelled one, never a completed one).
@@ -166,12 +165,18 @@ func TestActions(t *testing.T) {
 		cks.TaskFailed:      {retry},
 		cks.TaskCancelled:   {retry},
 	}
-	for _, st := range ledger.All {
-		if got := ledger.Actions(st); !slices.Equal(got, want[st]) {
+	for _, st := range All {
+		got := Actions(st)
+		if !slices.Equal(got, want[st]) {
 			t.Errorf("Actions(%s) = %v, want %v", st, got, want[st])
 		}
+		for _, v := range verbs {
+			if admits(st, v.action) != slices.Contains(got, v.action) {
+				t.Errorf("%s: admits(%s) disagrees with Actions %v", st, v.action, got)
+			}
+		}
 	}
-	if got := ledger.Active(); !slices.Equal(got, []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked,
+	if got := Active(); !slices.Equal(got, []cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked,
 		cks.TaskClaimed, cks.TaskRunning, cks.TaskNeedsReview, cks.TaskReviewing}) {
 		t.Errorf("Active() = %v", got)
 	}

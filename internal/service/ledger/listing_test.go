@@ -29,7 +29,7 @@ func TestListStoppedFirst(t *testing.T) {
 		}
 		stop := func(task cks.Task) {
 			t.Helper()
-			if _, _, err := s.Tasks.Stop(ctx, task.ID, "op", "hold", 0); err != nil {
+			if _, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: task.ID, Actor: "op", Reason: "hold"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -81,7 +81,7 @@ func TestListInOrder(t *testing.T) {
 		other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "u", Title: "other type, held"})
 		for _, task := range []cks.Task{other, held} {
 			c.Advance(time.Minute)
-			if _, _, err := s.Tasks.Stop(ctx, task.ID, "op", "hold", 0); err != nil {
+			if _, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: task.ID, Actor: "op", Reason: "hold"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -167,8 +167,8 @@ func TestListFilterAndSort(t *testing.T) {
 		// a's abort is confirmed.
 		backendtest.ClaimType(t, s, "w", "run")
 		c.Advance(time.Second)
-		if _, ab, err := s.Tasks.Stop(ctx, d.ID, "op", "hold", time.Minute); err != nil || ab == nil {
-			t.Fatalf("stop d: %v %v", ab, err)
+		if res, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: d.ID, Actor: "op", Reason: "hold", Deadline: time.Minute}); err != nil || res.Abort == nil {
+			t.Fatalf("stop d: %v %v", res.Abort, err)
 		}
 		// a is the latest changed: its update moves it to the end of updated.
 		c.Advance(time.Second)

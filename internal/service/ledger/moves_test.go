@@ -100,7 +100,7 @@ func (e writeRecording) TaskEventInsertMany(ctx context.Context, events []driver
 // final), release of dependants, reclaim, a question and its answer change
 // only the lifecycle's columns, so transition writes each in one
 // TaskMoveMany with its events — never the whole row (TaskUpdateMany) and
-// the events apart (TaskEventInsertMany); a Touch's renewal likewise.
+// the events apart (TaskEventInsertMany); a Heartbeat's renewal likewise.
 func TestMovesWrittenNarrowly(t *testing.T) {
 	move := func(states ...string) writeCall {
 		return writeCall{prim: "TaskMoveMany", states: states, events: len(states)}
@@ -141,7 +141,7 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 		}, []writeCall{move("NEEDS_INPUT"), move("OPEN")}},
 		// A renewal is no move (no event), but as narrow.
 		{"touch", func(ctx context.Context, s *ledger.Service, id, _ int64, token string) error {
-			_, err := s.Touch(ctx, id, token)
+			_, err := s.Heartbeat(ctx, id, token)
 			return err
 		}, []writeCall{{prim: "TaskMoveMany", states: []string{"CLAIMED"}}}},
 	}
@@ -160,7 +160,7 @@ func TestMovesWrittenNarrowly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claimed, err := s.Claim(ctx, "w", []string{typ}, 1, time.Minute)
+			claimed, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Minute})
 			if err != nil || len(claimed) != 1 || claimed[0].ID != a.ID {
 				t.Fatalf("%s: claim = %+v, %v", c.name, claimed, err)
 			}
@@ -290,7 +290,7 @@ func TestHotPathRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claimed, err := s.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1,
+			claimed, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1,
 				Lease: time.Minute, Running: c.running})
 			if err != nil || len(claimed) != 1 {
 				t.Fatalf("%s: claim = %+v, %v", c.name, claimed, err)

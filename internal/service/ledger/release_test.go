@@ -33,7 +33,7 @@ func TestReleaseExecutor(t *testing.T) {
 		}
 		claim := func(worker, typ string) cks.ClaimedTask {
 			t.Helper()
-			ts, err := s.ClaimWith(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour, Running: true})
+			ts, err := s.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour, Running: true})
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s by %s: %v %v", typ, worker, ts, err)
 			}
@@ -91,7 +91,7 @@ func TestReleaseExecutor(t *testing.T) {
 			if _, err := s.Complete(ctx, id, tok, false, "zombie"); !errors.Is(err, cks.ErrLeaseLost) {
 				t.Errorf("a zombie completes task %d: %v, want ErrLeaseLost", id, err)
 			}
-			if ok, _ := s.Touch(ctx, id, tok); ok {
+			if res, _ := s.Heartbeat(ctx, id, tok); res.Held {
 				t.Errorf("a zombie renews the lease of task %d", id)
 			}
 		}

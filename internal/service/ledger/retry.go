@@ -36,7 +36,7 @@ func (s *Service) Retry(ctx context.Context, id int64, actor, reason string) (ck
 
 // retryTx is Retry's work on cur (read and locked).
 func retryTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason string) (driver.TaskRow, error) {
-	if !Admits(cks.TaskState(cur.State), cks.ActionRetry) {
+	if !admits(cks.TaskState(cur.State), cks.ActionRetry) {
 		return cur, fmt.Errorf("task %d is %s, retry needs %s or %s: %w", cur.ID, cur.State, cks.TaskFailed, cks.TaskCancelled,
 			cks.ErrConflict)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // failed enqueues n and fails its only attempt (max_attempts 1), having
@@ -22,7 +23,7 @@ func failed(t testing.TB, s *backend.Backend, n cks.NewTask) cks.Task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Tasks.Claim(ctx, "w1", []string{n.Type}, 1, time.Minute)
+	got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w1", Types: []string{n.Type}, N: 1, Lease: time.Minute})
 	if err != nil || len(got) != 1 || got[0].ID != task.ID {
 		t.Fatalf("claim %s: %+v, %v", n.Type, got, err)
 	}
@@ -90,7 +91,7 @@ func TestRetry(t *testing.T) {
 						full.History, full.Current)
 				}
 			}
-			claimed, err := s.Tasks.Claim(ctx, "w2", []string{tc.task.Type}, 1, time.Minute)
+			claimed, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w2", Types: []string{tc.task.Type}, N: 1, Lease: time.Minute})
 			if err != nil || len(claimed) != 1 || claimed[0].Attempts != 1 || claimed[0].Restarts != 1 {
 				t.Fatalf("%s: claim after the retry: %+v, %v; want attempt 1 of restart 1", tc.name, claimed, err)
 			}
@@ -108,11 +109,11 @@ func TestRetryRefused(t *testing.T) {
 		ctx := context.Background()
 		opened, _, _ := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "refused-open"})
 		stopped, _, _ := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "refused-stopped"})
-		if _, _, err := s.Tasks.Stop(ctx, stopped.ID, "op", "hold", time.Second); err != nil {
+		if _, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: stopped.ID, Actor: "op", Reason: "hold", Deadline: time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		done, _, _ := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "refused-done"})
-		c, _ := s.Tasks.Claim(ctx, "w", []string{done.Type}, 1, time.Minute)
+		c, _ := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{done.Type}, N: 1, Lease: time.Minute})
 		if _, err := s.Tasks.Complete(ctx, done.ID, c[0].LeaseToken, false, "ok"); err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestRetryDependencies(t *testing.T) {
 		c := enq("dep-c", b.ID)           // WAITING on b
 		d := enq("dep-d", a.ID, other.ID) // BLOCKED by other already
 		x := enq("dep-x", other.ID)       // BLOCKED by other
-		got, _ := s.Tasks.Claim(ctx, "w", []string{"dep-a"}, 1, time.Minute)
+		got, _ := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"dep-a"}, N: 1, Lease: time.Minute})
 		if _, err := s.Tasks.Fail(ctx, a.ID, got[0].LeaseToken, false, "broke"); err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +214,7 @@ func TestRetryDependencies(t *testing.T) {
 		if r, err := s.Tasks.Retry(ctx, x.ID, "op", ""); err != nil || r.State != cks.TaskBlocked {
 			t.Errorf("retry of a task whose dependency FAILED: %s, %v; want BLOCKED", r.State, err)
 		}
-		got, _ = s.Tasks.Claim(ctx, "w", []string{"dep-a"}, 1, time.Minute)
+		got, _ = s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"dep-a"}, N: 1, Lease: time.Minute})
 		if len(got) != 1 {
 			t.Fatal("the retried task is not claimable")
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // TestTextFilterFoldsCase (both backends): list_tasks' and count_tasks' q
@@ -24,7 +25,7 @@ func TestTextFilterFoldsCase(t *testing.T) {
 		ärger := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Title: "Ärger im Büro"})
 		sisyphus := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", Description: "der Mythos des ΣΊΣΥΦΟΣ"})
 		strasse := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "t", AcceptanceCriteria: "die Straße ist frei"})
-		if _, _, err := s.Tasks.Stop(ctx, sisyphus.ID, "op", "hold", 0); err != nil {
+		if _, err := s.Tasks.StopTask(ctx, ledger.StopParams{ID: sisyphus.ID, Actor: "op", Reason: "hold"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {

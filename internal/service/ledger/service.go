@@ -19,7 +19,7 @@ import (
 // Service is the task ledger over a driver: every rule of the tasks,
 // written once for both dialects. Each operation is one driver
 // transaction; every state change goes through transition (the
-// table's Check, the event, TopicTasksReady), every executor call is fenced
+// table's check, the event, TopicTasksReady), every executor call is fenced
 // by the hash of its lease token, and the plain token exists only in what
 // Claim and ClaimReview return (cks.ClaimedTask). Every string and JSON
 // argument is checked (cks.ValidateText, ValidateJSON, through the shared
@@ -27,9 +27,9 @@ import (
 type Service struct {
 	db    driver.Driver
 	clock clock.Clock
-	// jitter is the random fraction of a retry's backoff (Backoff's r).
+	// jitter is the random fraction of a retry's backoff (backoff's r).
 	jitter func() float64
-	// completer groups the Complete, Fail and Touch calls of this
+	// completer groups the Complete, Fail and Heartbeat calls of this
 	// process, claimer its claims.
 	completer completer
 	claimer   claimer
@@ -41,7 +41,7 @@ type Service struct {
 	// unrenewed, as far as the claim's last probe knows
 	// (leaseMayHaveExpired).
 	leasesLiveUntil atomic.Int64
-	// changes wakes WaitAbort; nil in a service that never waits.
+	// changes wakes waitAbort; nil in a service that never waits.
 	changes Watcher
 	// moves is told of every committed write that moved a task; nil: no
 	// one is (NoteMovesTo).
@@ -175,7 +175,7 @@ func holds(r driver.TaskRow, token string) bool {
 // service's clock (the database's on Postgres), is before its
 // lease_expires_at. A lease is exactly as long as its claim asked (or the
 // default lease, Settings.DefaultLease), renewed by as much by every
-// Touch. Every call under a lease needs it live (fence), LeaseHeld reports
+// Heartbeat. Every call under a lease needs it live (fence), LeaseHeld reports
 // it, and a lease that is not live is the next claim's to take back
 // (claimBatch), or the reaper's (ReclaimExpired) if nobody claims.
 func leaseLive(r driver.TaskRow, now time.Time) bool {
@@ -340,7 +340,7 @@ type move struct {
 }
 
 // transition is the one function through which every state change goes.
-// It checks each move against the table (Check), applies it, and writes the
+// It checks each move against the table (check), applies it, and writes the
 // rows by primary key with the moves' events (eventOf: one per move but
 // the start of an attempt, which the row holds until the attempt's end
 // records it): when every move changed only
@@ -361,7 +361,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 	ready, narrow := false, true
 	for i, m := range moves {
 		from := cks.TaskState(m.row.State)
-		if err := Check(from, m.to); err != nil {
+		if err := check(from, m.to); err != nil {
 			return nil, fmt.Errorf("task %d: %w", m.row.ID, err)
 		}
 		// The move is made in place in rows: a copy handed to m.set would
@@ -482,9 +482,10 @@ func (s *Service) onRow(ctx context.Context, read func(ctx context.Context, ex d
 	return out, err
 }
 
-// wrongState is WrongState for a row.
+// wrongState is the conflict of operation op, which needs task r in state
+// want; it wraps cks.ErrConflict and names the task, its state and want.
 func wrongState(r driver.TaskRow, op string, want cks.TaskState) error {
-	return WrongState(cks.Task{ID: r.ID, State: cks.TaskState(r.State)}, op, want)
+	return fmt.Errorf("task %d is %s, %s needs %s: %w", r.ID, r.State, op, want, cks.ErrConflict)
 }
 
 // isUnique reports whether err is a unique violation of the driver.

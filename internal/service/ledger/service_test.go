@@ -76,8 +76,11 @@ func TestStorageFaults(t *testing.T) {
 			s, ctx := ledger.NewService(d, nil), context.Background()
 			writes := map[string]func() error{
 				"Enqueue": func() error { _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "t"}); return err },
-				"Claim":   func() error { _, err := s.Claim(ctx, "w", nil, 1, time.Minute); return err },
-				"Cancel":  func() error { _, err := s.Cancel(ctx, 1, "op", "no"); return err },
+				"Claim": func() error {
+					_, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 1, Lease: time.Minute})
+					return err
+				},
+				"Cancel": func() error { _, err := s.Cancel(ctx, 1, "op", "no"); return err },
 				"Update": func() error {
 					title := "x"
 					_, err := s.UpdateTask(ctx, ledger.UpdateParams{ID: 1, Actor: "op", Patch: cks.TaskPatch{Title: &title}})

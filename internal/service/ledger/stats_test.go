@@ -10,6 +10,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // TestTaskStats: task_stats' minutes count the completions and failures
@@ -30,7 +31,7 @@ func TestTaskStats(t *testing.T) {
 		}
 		claim := func(typ string) cks.ClaimedTask {
 			t.Helper()
-			got, err := s.Tasks.Claim(ctx, "w", []string{typ}, 1, time.Hour)
+			got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Hour})
 			if err != nil || len(got) != 1 {
 				t.Fatalf("claim %s: %+v, %v", typ, got, err)
 			}
@@ -126,7 +127,7 @@ func TestTaskStatsSteps(t *testing.T) {
 		}
 		claim := func(typ string) cks.ClaimedTask {
 			t.Helper()
-			got, err := s.Tasks.Claim(ctx, "w", []string{typ}, 1, 3*time.Hour)
+			got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: 3 * time.Hour})
 			if err != nil || len(got) != 1 {
 				t.Fatalf("claim %s: %+v, %v", typ, got, err)
 			}

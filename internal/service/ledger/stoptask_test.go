@@ -26,7 +26,7 @@ func TestStopTaskSaysFrom(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.claim {
-				if got, err := s.Claim(ctx, "w", []string{task.Type}, 1, time.Minute); err != nil || len(got) != 1 {
+				if got, err := s.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{task.Type}, N: 1, Lease: time.Minute}); err != nil || len(got) != 1 {
 					t.Fatalf("claim = %v, %v", got, err)
 				}
 			}

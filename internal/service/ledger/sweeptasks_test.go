@@ -29,13 +29,6 @@ func TestSweepTasks(t *testing.T) {
 	})
 }
 
-// transitioner returns s's low-level Transition or fails the test.
-func transitioner(t testing.TB, s *backend.Backend) Transitioner {
-	t.Helper()
-	var tr Transitioner = s.Tasks
-	return tr
-}
-
 // mustMove moves task id through the states path with the low-level
 // Transition (no dependency, lease or attempt effects).
 func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState) cks.Task {
@@ -43,7 +36,7 @@ func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState)
 	var out cks.Task
 	for _, st := range path {
 		var err error
-		if out, err = transitioner(t, s).Transition(ctx(t), id, st, "suite", "setup"); err != nil {
+		if out, err = ledger.Transition(ctx(t), s.Tasks, id, st, "suite", "setup"); err != nil {
 			t.Fatalf("task %d → %s: %v", id, st, err)
 		}
 	}
@@ -51,7 +44,7 @@ func mustMove(t testing.TB, s *backend.Backend, id int64, path ...cks.TaskState)
 }
 
 // testTaskStateChangedAt: enqueue and every state change set
-// state_changed_at; writes that keep the state (Touch, AddEvidence) do not.
+// state_changed_at; writes that keep the state (Heartbeat, AddEvidence) do not.
 func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
 	s, clk := backendtest.FakeStore(t, open)
 	task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "timed"})
@@ -68,7 +61,7 @@ func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
 	}
 	check("enqueue", backendtest.T0)
 	clk.Advance(time.Minute)
-	cs, err := s.Tasks.Claim(ctx(t), "w", nil, 1, time.Hour) // a lease that outlives the steps below
+	cs, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 1, Lease: time.Hour}) // a lease that outlives the steps below
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("Claim = %+v, %v", cs, err)
 	}
@@ -78,8 +71,8 @@ func testTaskStateChangedAt(t *testing.T, open backendtest.Opener) {
 	}
 	claimed := clk.Now()
 	clk.Advance(time.Minute)
-	if _, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); err != nil {
-		t.Fatal(err)
+	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); err != nil || !res.Held {
+		t.Fatal(res, err)
 	}
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "x"); err != nil {
 		t.Fatal(err)
@@ -256,7 +249,7 @@ func testTaskReleaseDependencies(t *testing.T, open backendtest.Opener) {
 	if again, err := s.Tasks.ReleaseDependencies(ctx(t)); err != nil || again != (ledger.DependencyRelease{}) {
 		t.Errorf("second ReleaseDependencies = %+v, %v; want nothing to do", again, err)
 	}
-	ts, err := s.Tasks.Claim(ctx(t), "w", nil, 10, backendtest.Lease)
+	ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 10, Lease: backendtest.Lease})
 	var claimed []int64
 	for _, task := range ts {
 		claimed = append(claimed, task.ID)

@@ -26,34 +26,31 @@ func insertAbort(ctx context.Context, ex driver.Executor, now time.Time, cur dri
 	return toAbort(a), ex.Notify(ctx, cks.TopicTaskAborts)
 }
 
-// Stop holds task id in STOPPED. For CLAIMED/RUNNING it revokes the
-// lease, gives the attempt back (attempts-1: a stop must not consume the
-// retry budget), records a pending Abort naming the executor with
-// deadline_at = now+deadline, and publishes TopicTaskAborts, all in one
-// transaction; the Abort is returned. For OPEN, WAITING, BLOCKED,
-// NEEDS_INPUT, NEEDS_REVIEW and REVIEWING it only moves the task (a
-// reviewer's lease is revoked without an abort request). A terminal or
-// already STOPPED task is ErrConflict naming its state. reason must be
-// non-empty (FieldError reason); deadline as ValidateDeadline.
-func (s *Service) Stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, error) {
-	t, ab, _, err := s.stop(ctx, id, actor, reason, deadline)
-	return t, ab, err
-}
-
-// stop is Stop that also returns the state the task was stopped from.
-func (s *Service) stop(ctx context.Context, id int64, actor, reason string, deadline time.Duration) (cks.Task, *cks.Abort, cks.TaskState, error) {
-	if err := cmp.Or(cks.ValidateText("actor", actor), ValidateStopReason(reason)); err != nil {
-		return cks.Task{}, nil, "", err
+// stop holds task p.ID in STOPPED (StopTask without the wait). For
+// CLAIMED/RUNNING it revokes the lease, gives the attempt back
+// (attempts-1: a stop must not consume the retry budget), records a
+// pending Abort naming the executor with deadline_at = now+deadline, and
+// publishes TopicTaskAborts, all in one transaction; the Abort is
+// returned. For OPEN, WAITING, BLOCKED, NEEDS_INPUT, NEEDS_REVIEW and
+// REVIEWING it only moves the task (a reviewer's lease is revoked without
+// an abort request). A terminal or already STOPPED task is ErrConflict
+// naming its state. The reason must be non-empty (FieldError reason), the
+// deadline as ValidateDeadline; the deadline used is returned with the
+// task, the abort and the state the task was stopped from.
+func (s *Service) stop(ctx context.Context, p StopParams) (cks.TaskStopResult, time.Duration, error) {
+	if err := cmp.Or(cks.ValidateText("actor", p.Actor), ValidateStopReason(p.Reason)); err != nil {
+		return cks.TaskStopResult{}, 0, err
 	}
-	deadline, err := cks.ValidateDeadline(deadline)
+	deadline, err := cks.ValidateDeadline(p.Deadline)
 	if err != nil {
-		return cks.Task{}, nil, "", err
+		return cks.TaskStopResult{}, 0, err
 	}
+	actor, reason := p.Actor, p.Reason
 	var (
 		ab   *cks.Abort
 		from cks.TaskState
 	)
-	t, err := s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
+	t, err := s.onTask(ctx, p.ID, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		var (
 			out driver.TaskRow
 			err error
@@ -63,9 +60,9 @@ func (s *Service) stop(ctx context.Context, id int64, actor, reason string, dead
 		return out, err
 	})
 	if err != nil {
-		return t, nil, "", err
+		return cks.TaskStopResult{Task: t}, deadline, err
 	}
-	return t, ab, from, nil
+	return cks.TaskStopResult{Task: t, From: from, Abort: ab}, deadline, nil
 }
 
 // stopTx moves cur (read and locked) to STOPPED, revoking any lease. A
@@ -111,7 +108,7 @@ func (s *Service) Start(ctx context.Context, id int64, actor, reason string) (ck
 // dependencies call for now: restarts+1, run_after cleared. changes are
 // its event's: those of the edit that restarted the task, or "".
 func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, actor, reason, changes string) (driver.TaskRow, error) {
-	if !Admits(cks.TaskState(cur.State), cks.ActionStart) {
+	if !admits(cks.TaskState(cur.State), cks.ActionStart) {
 		return cur, wrongState(cur, "start", cks.TaskStopped)
 	}
 	to, why, err := stateNow(ctx, ex, cur.ID, "depends_on")
@@ -129,7 +126,7 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 // operation. STOPPED, OPEN, WAITING, BLOCKED: in place; a dependency
 // edit re-evaluates OPEN/WAITING/BLOCKED as Enqueue would (a STOPPED
 // task is evaluated by Start). CLAIMED/RUNNING with a material patch:
-// stop (as Stop, with an Abort) → apply → start (as Start), one
+// stop (as StopTask, with an Abort) → apply → start (as Start), one
 // transaction, so no reader sees the task STOPPED; with a non-material
 // patch: live. NEEDS_INPUT, NEEDS_REVIEW, REVIEWING: non-material edits
 // in place, material ones ErrConflict ("stop it first"). Terminal:
@@ -189,7 +186,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	summary := "update: " + fields
 	running := state == cks.TaskClaimed || state == cks.TaskRunning
 	switch {
-	case !Admits(state, cks.ActionUpdate):
+	case !admits(state, cks.ActionUpdate):
 		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, cks.ErrConflict)
 	case running && material:
 		// stop → apply → start in this one transaction: no reader sees STOPPED.
@@ -216,7 +213,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	case running:
 		out.Path = cks.UpdateLive
-	case material && !Admits(state, cks.ActionUpdateMaterial):
+	case material && !admits(state, cks.ActionUpdateMaterial):
 		return out, fmt.Errorf("task %d is %s: a material edit (%s) needs the task stopped first: %w",
 			id, state, fields, cks.ErrConflict)
 	default:
@@ -292,7 +289,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, err
 		}
 		var qerr error
-		cycle := Cycle(cur.ID, added, func(id int64) []int64 {
+		cycle := findCycle(cur.ID, added, func(id int64) []int64 {
 			if qerr != nil {
 				return nil
 			}
@@ -348,7 +345,7 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			return cur, nil, err
 		}
 		for i, c := range created {
-			if err := CheckChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
+			if err := checkChildDedupe(i, cur.ID, c.Task, c.Created); err != nil {
 				return cur, nil, err
 			}
 			children = append(children, c.Task)
@@ -396,18 +393,6 @@ func formatPath(ids []int64) string {
 	return strings.Join(parts, " → ")
 }
 
-// GetAbort returns one abort request.
-func (s *Service) GetAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
-	a, err := s.db.Executor().AbortGet(ctx, driver.AbortGetParams{ID: abortID})
-	if errors.Is(err, driver.ErrNoRows) {
-		return cks.Abort{}, fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
-	}
-	if err != nil {
-		return cks.Abort{}, err
-	}
-	return toAbort(a), nil
-}
-
 // ConfirmAbort is the executor's confirmation that the work of the
 // revoked lease leaseToken has stopped: the task's abort for that token
 // becomes AbortConfirmed (also after it was declared unconfirmed) and
@@ -446,23 +431,11 @@ func (s *Service) ConfirmAbort(ctx context.Context, id int64, token string) (cks
 	return out, err
 }
 
-// ResolveAbort declares a pending abort unconfirmed (the stop's
-// deadline passed) and publishes TopicTaskAborts; an abort that is no
-// longer pending is returned as it is. It is ResolveAborts of one.
-func (s *Service) ResolveAbort(ctx context.Context, abortID int64) (cks.Abort, error) {
-	got, err := s.ResolveAborts(ctx, []int64{abortID})
-	a, ok := got[abortID]
-	if !ok && err == nil {
-		err = fmt.Errorf("abort %d: %w", abortID, cks.ErrNotFound)
-	}
-	return a, err
-}
-
-// ResolveAborts declares the pending ones of the aborts ids unconfirmed,
+// resolveAborts declares the pending ones of the aborts ids unconfirmed,
 // in one transaction (read and locked in one statement, written in one),
 // and publishes TopicTaskAborts when it resolved any. It returns every one
 // of them as it now stands, by id; an id that is no abort is absent.
-func (s *Service) ResolveAborts(ctx context.Context, ids []int64) (map[int64]cks.Abort, error) {
+func (s *Service) resolveAborts(ctx context.Context, ids []int64) (map[int64]cks.Abort, error) {
 	var out map[int64]cks.Abort
 	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		out = map[int64]cks.Abort{}

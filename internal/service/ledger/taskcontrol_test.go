@@ -65,11 +65,11 @@ func mustRunning(t testing.TB, s *backend.Backend, typ, worker string) cks.Claim
 // mustStop stops task id or fails the test.
 func mustStop(t testing.TB, s *backend.Backend, id int64, deadline time.Duration) (cks.Task, *cks.Abort) {
 	t.Helper()
-	task, ab, err := s.Tasks.Stop(ctx(t), id, "op", "hold it", deadline)
+	res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "hold it", Deadline: deadline})
 	if err != nil {
 		t.Fatalf("Stop(%d): %v", id, err)
 	}
-	return task, ab
+	return res.Task, res.Abort
 }
 
 // mustStart starts task id or fails the test.
@@ -175,7 +175,7 @@ func wantEditEvent(t testing.TB, task cks.Task, actor string, st cks.TaskState, 
 }
 
 // wantFenced fails the test unless every executor write with token is
-// refused with ErrLeaseLost.
+// refused with ErrLeaseLost and its heartbeat finds the lease gone.
 func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) {
 	t.Helper()
 	calls := []struct {
@@ -183,7 +183,6 @@ func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) 
 		call func() error
 	}{
 		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, token, false, "zombie"); return err }},
-		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, token); return err }},
 		{"AddEvidence", func() error { _, err := s.Tasks.AddEvidence(ctx(t), id, token, "log", "zombie"); return err }},
 		{"RecordDecision", func() error { _, err := s.Tasks.RecordDecision(ctx(t), id, token, "atomic", "zombie", 1); return err }},
 		{"MarkRunning", func() error { _, err := s.Tasks.MarkRunning(ctx(t), id, token); return err }},
@@ -192,6 +191,9 @@ func wantFenced(t testing.TB, s *backend.Backend, id int64, token, what string) 
 		if err := c.call(); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s: %s with the revoked token: err = %v, want ErrLeaseLost", what, c.name, err)
 		}
+	}
+	if res, err := s.Tasks.Heartbeat(ctx(t), id, token); res.Held || err != nil {
+		t.Errorf("%s: Heartbeat with the revoked token = %+v, %v; want not held", what, res, err)
 	}
 	if held, err := s.Tasks.LeaseHeld(ctx(t), id, token); held || err != nil {
 		t.Errorf("%s: LeaseHeld(revoked token) = %v, %v; want false, nil", what, held, err)
@@ -207,7 +209,7 @@ type actionCall struct {
 // allActions are the operator verbs of package cks.
 var allActions = []actionCall{
 	{cks.ActionStop, func(t testing.TB, s *backend.Backend, id int64) error {
-		_, _, err := s.Tasks.Stop(ctx(t), id, "op", "hold", time.Minute)
+		_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "hold", Deadline: time.Minute})
 		return err
 	}},
 	{cks.ActionStart, func(t testing.TB, s *backend.Backend, id int64) error {
@@ -267,9 +269,6 @@ func testTaskActionsAreTheServices(t *testing.T, open backendtest.Opener) {
 			case !want:
 				unchanged(t, s, fmt.Sprintf("%s of a %s task", a.action, st), before)
 			}
-			if ledger.Admits(st, a.action) != slices.Contains(offered, a.action) {
-				t.Errorf("%s: Admits(%s) disagrees with Actions %v", st, a.action, offered)
-			}
 		}
 	}
 }
@@ -283,7 +282,8 @@ func testTaskStopEachState(t *testing.T, open backendtest.Opener) {
 		before, tok := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		clk.Advance(time.Second)
 		now := clk.Now()
-		got, ab, err := s.Tasks.Stop(ctx(t), before.ID, "op", "hold "+string(st), 2*time.Minute)
+		res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: before.ID, Actor: "op", Reason: "hold " + string(st), Deadline: 2 * time.Minute})
+		got, ab := res.Task, res.Abort
 		if err != nil {
 			t.Errorf("Stop of a %s task: %v", st, err)
 			continue
@@ -317,8 +317,8 @@ func testTaskStopEachState(t *testing.T, open backendtest.Opener) {
 				after.LastAbort.Outcome != cks.AbortPending {
 				t.Errorf("Stop of a %s task: GetTask shows aborts %+v, last %+v", st, after.Aborts, after.LastAbort)
 			}
-			if stored, err := s.Tasks.GetAbort(ctx(t), ab.ID); err != nil || diffAbort(stored, *ab) != "" {
-				t.Errorf("GetAbort(%d) = %+v, %v; want %+v", ab.ID, stored, err, *ab)
+			if stored := after.Aborts[len(after.Aborts)-1]; diffAbort(stored, *ab) != "" {
+				t.Errorf("GetTask shows abort %+v; want %+v", stored, *ab)
 			}
 			wantFenced(t, s, before.ID, tok, "after Stop of a "+string(st)+" task")
 			wantAbortOf(t, s, *ab, tok)
@@ -400,9 +400,9 @@ func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
 	for _, st := range []cks.TaskState{cks.TaskCompleted, cks.TaskFailed, cks.TaskCancelled, cks.TaskStopped} {
 		task, _ := backendtest.Into(t, s, st, strings.ToLower(string(st)))
 		before := snapshot(t, s, task.ID)
-		_, ab, err := s.Tasks.Stop(ctx(t), task.ID, "op", "again", 0)
-		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || ab != nil {
-			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, ab, err, st)
+		res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "op", Reason: "again"})
+		if !errors.Is(err, cks.ErrConflict) || !strings.Contains(fmt.Sprint(err), string(st)) || res.Abort != nil {
+			t.Errorf("Stop of a %s task: abort %v, err = %v; want ErrConflict naming %s", st, res.Abort, err, st)
 		}
 		unchanged(t, s, "Stop of a "+string(st)+" task", before)
 	}
@@ -420,7 +420,7 @@ func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
 	for _, b := range bad {
 		before := snapshot(t, s, open1.ID, run.ID)
 		for _, id := range []int64{open1.ID, run.ID} {
-			if _, _, err := s.Tasks.Stop(ctx(t), id, "op", b.reason, b.deadline); !cks.IsFieldError(err, b.field) {
+			if _, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: b.reason, Deadline: b.deadline}); !cks.IsFieldError(err, b.field) {
 				t.Errorf("Stop(%d, reason %q, deadline %v): err = %v, want a FieldError naming %s", id, b.reason, b.deadline, err, b.field)
 			}
 		}
@@ -430,10 +430,10 @@ func testTaskStopRefused(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("after refused stops LeaseHeld = %v, %v; want the executor's lease intact", held, err)
 	}
 	// The largest deadline is allowed.
-	if _, ab, err := s.Tasks.Stop(ctx(t), run.ID, "op", "r", cks.MaxAbortDeadline); err != nil || ab == nil {
-		t.Fatalf("Stop with the maximum deadline: %v, %v", ab, err)
+	if res, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: run.ID, Actor: "op", Reason: "r", Deadline: cks.MaxAbortDeadline}); err != nil || res.Abort == nil {
+		t.Fatalf("Stop with the maximum deadline: %v, %v", res.Abort, err)
 	}
-	_, _, err := s.Tasks.Stop(ctx(t), run.ID+1000, "op", "r", 0)
+	_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: run.ID + 1000, Actor: "op", Reason: "r"})
 	backendtest.WantErr(t, "Stop of an unknown task", err, cks.ErrNotFound)
 }
 
@@ -481,10 +481,10 @@ func testTaskDispatchExclusion(t *testing.T, open backendtest.Opener) {
 
 	for _, far := range []time.Duration{backendtest.Lease, 24 * time.Hour, 365 * 24 * time.Hour} {
 		clk.Advance(far)
-		if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 100, backendtest.Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", N: 100, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim with only excluded tasks = %d tasks (%+v), %v; want none", len(ts), ts, err)
 		}
-		if ts, err := s.Tasks.Claim(ctx(t), "w2", []string{"x"}, 100, backendtest.Lease); err != nil || len(ts) != 0 {
+		if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", Types: []string{"x"}, N: 100, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 			t.Fatalf("Claim(type x) with only excluded tasks = %d tasks, %v; want none", len(ts), err)
 		}
 		if n, err := s.Tasks.ReclaimExpired(ctx(t), clk.Now()); n != 0 || err != nil {
@@ -497,7 +497,7 @@ func testTaskDispatchExclusion(t *testing.T, open backendtest.Opener) {
 	unchanged(t, s, "dispatch passes", before)
 	for _, id := range excluded {
 		task := backendtest.MustGet(t, s, id)
-		if !ledger.IsDispatchExcluded(task.State) || task.Attempts != 0 {
+		if !slices.Contains(ledger.DispatchExcluded[:], task.State) || task.Attempts != 0 {
 			t.Errorf("task %d (%s): %s with %d attempts; want excluded with none burned", id, task.Title, task.State, task.Attempts)
 		}
 	}
@@ -752,8 +752,8 @@ func testTaskUpdateRunning(t *testing.T, open backendtest.Opener) {
 	if e := lastEvent(t, got); e.Attempt != 1 {
 		t.Fatalf("the live edit's event carries attempt %d, want the running one (1)", e.Attempt)
 	}
-	if held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken); !held || err != nil {
-		t.Fatalf("Touch after a live edit = %v, %v; want the lease intact", held, err)
+	if res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken); !res.Held || err != nil {
+		t.Fatalf("Heartbeat after a live edit = %v, %v; want the lease intact", res.Held, err)
 	}
 	if _, err := s.Tasks.AddEvidence(ctx(t), c.ID, c.LeaseToken, "log", "still going"); err != nil {
 		t.Fatalf("AddEvidence after a live edit: %v", err)
@@ -816,7 +816,7 @@ func testTaskUpdateDependencies(t *testing.T, open backendtest.Opener) {
 	}
 	checkEventChain(t, got)
 	wantFenced(t, s, r.ID, tok, "after a dependency edit of a RUNNING task")
-	if ts, err := s.Tasks.Claim(ctx(t), "w", []string{"r"}, 1, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"r"}, N: 1, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of the WAITING task = %+v, %v", ts, err)
 	}
 }
@@ -1000,7 +1000,7 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 	t4 := mustRunning(t, s, "a4", "w4")
 	quiet := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "quiet", Title: "never aborted"})
 	_, a1 := mustStop(t, s, t1.ID, 10*time.Second)
-	_, a2 := mustStop(t, s, t2.ID, time.Minute)
+	_, a2 := mustStop(t, s, t2.ID, 15*time.Second)
 	_, a4 := mustStop(t, s, t4.ID, 20*time.Second)
 	cancelled, err := s.Tasks.Cancel(ctx(t), t3.ID, "op", "abandoned")
 	if err != nil || cancelled.State != cks.TaskCancelled {
@@ -1017,13 +1017,17 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 	if n, err := s.Tasks.ExpireAborts(ctx(t), backendtest.T0.Add(9*time.Second)); n != 0 || err != nil {
 		t.Fatalf("ExpireAborts before any deadline = %d, %v", n, err)
 	}
+	// getAbort reads abort a as GetTask shows it, among its task's aborts.
+	taskOf := map[int64]int64{a1.ID: t1.ID, a2.ID: t2.ID, a3.ID: t3.ID, a4.ID: t4.ID}
 	getAbort := func(id int64) cks.Abort {
 		t.Helper()
-		a, err := s.Tasks.GetAbort(ctx(t), id)
-		if err != nil {
-			t.Fatalf("GetAbort(%d): %v", id, err)
+		for _, a := range backendtest.MustGet(t, s, taskOf[id]).Aborts {
+			if a.ID == id {
+				return a
+			}
 		}
-		return a
+		t.Fatalf("task %d shows no abort %d", taskOf[id], id)
+		return cks.Abort{}
 	}
 	for _, a := range []*cks.Abort{a1, a2, a3, a4} {
 		if got := getAbort(a.ID); got.Outcome != cks.AbortPending || !got.ResolvedAt.IsZero() {
@@ -1038,12 +1042,15 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("ConfirmAbort = %+v, %v; want a1 confirmed at %v", conf, err, clk.Now())
 	}
 	if got := getAbort(a1.ID); diffAbort(got, conf) != "" {
-		t.Fatalf("GetAbort after confirm = %+v, want %+v", got, conf)
+		t.Fatalf("the abort after confirm = %+v, want %+v", got, conf)
 	}
-	// A confirmed abort stays confirmed when resolved.
-	clk.Advance(time.Second)
-	if got, err := s.Tasks.ResolveAbort(ctx(t), a1.ID); err != nil || diffAbort(got, conf) != "" {
-		t.Fatalf("ResolveAbort of a confirmed abort = %+v, %v; want it unchanged %+v", got, err, conf)
+	// A confirmed abort stays confirmed when its deadline passes.
+	clk.Set(a1.DeadlineAt)
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
+		t.Fatalf("ExpireAborts at a confirmed abort's deadline = %d, %v; want 0", n, err)
+	}
+	if got := getAbort(a1.ID); diffAbort(got, conf) != "" {
+		t.Fatalf("a confirmed abort past its deadline = %+v; want it unchanged %+v", got, conf)
 	}
 	// Nothing to confirm: a token no abort names.
 	done := mustRunning(t, s, "done", "wd")
@@ -1064,13 +1071,20 @@ func testTaskAborts(t *testing.T, open backendtest.Opener) {
 	}
 
 	// The deadline passes without a confirmation; a late one still counts.
-	unconf, err := s.Tasks.ResolveAbort(ctx(t), a2.ID)
-	if err != nil || unconf.Outcome != cks.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
-		t.Fatalf("ResolveAbort of a pending abort = %+v, %v; want unconfirmed naming w2", unconf, err)
+	clk.Set(a2.DeadlineAt)
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 1 || err != nil {
+		t.Fatalf("ExpireAborts at a2's deadline = %d, %v; want 1", n, err)
+	}
+	unconf := getAbort(a2.ID)
+	if unconf.Outcome != cks.AbortUnconfirmed || unconf.Executor != "w2" || !unconf.ResolvedAt.Equal(clk.Now()) {
+		t.Fatalf("a pending abort past its deadline = %+v; want unconfirmed naming w2", unconf)
 	}
 	clk.Advance(time.Second)
-	if got, err := s.Tasks.ResolveAbort(ctx(t), a2.ID); err != nil || diffAbort(got, unconf) != "" {
-		t.Fatalf("second ResolveAbort = %+v, %v; want it unchanged", got, err)
+	if n, err := s.Tasks.ExpireAborts(ctx(t), clk.Now()); n != 0 || err != nil {
+		t.Fatalf("ExpireAborts again = %d, %v; want 0", n, err)
+	}
+	if got := getAbort(a2.ID); diffAbort(got, unconf) != "" {
+		t.Fatalf("an unconfirmed abort expired again = %+v; want it unchanged %+v", got, unconf)
 	}
 	if got := backendtest.WantState(t, s, t2.ID, cks.TaskStopped); got.LastAbort == nil || got.LastAbort.Outcome != cks.AbortUnconfirmed {
 		t.Fatalf("task of an unconfirmed abort: %s, last abort %+v; want STOPPED showing it unconfirmed", got.State, got.LastAbort)
@@ -1163,16 +1177,12 @@ func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
 	watched := open(t, driver.WithClock(clk), driver.WithChangePollInterval(backendtest.FastPoll))
 	w := backendtest.Watch(t, watched, cks.TopicTaskAborts)
 	w.Ready(t, cks.TopicTaskAborts)
-	var abortID int64
 	steps := []struct {
 		name string
 		do   func() error
 	}{
 		{"Stop", func() error {
-			_, ab, err := s.Tasks.Stop(ctx(t), stopped.ID, "op", "hold", 0)
-			if ab != nil {
-				abortID = ab.ID
-			}
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: stopped.ID, Actor: "op", Reason: "hold"})
 			return err
 		}},
 		{"Update with a restart", func() error {
@@ -1180,7 +1190,10 @@ func testTaskAbortsPublished(t *testing.T, open backendtest.Opener) {
 			return err
 		}},
 		{"Cancel", func() error { _, err := s.Tasks.Cancel(ctx(t), cancelled.ID, "op", "gone"); return err }},
-		{"ResolveAbort", func() error { _, err := s.Tasks.ResolveAbort(ctx(t), abortID); return err }},
+		{"ExpireAborts", func() error {
+			_, err := s.Tasks.ExpireAborts(ctx(t), clk.Now().Add(time.Hour))
+			return err
+		}},
 		{"ConfirmAbort", func() error { _, err := s.Tasks.ConfirmAbort(ctx(t), stopped.ID, stopped.LeaseToken); return err }},
 	}
 	for _, st := range steps {
@@ -1200,7 +1213,10 @@ func testTaskLeaseHeld(t *testing.T, open backendtest.Opener) {
 		name string
 		end  func(c cks.ClaimedTask) error
 	}{
-		{"Stop", func(c cks.ClaimedTask) error { _, _, err := s.Tasks.Stop(ctx(t), c.ID, "op", "hold", 0); return err }},
+		{"Stop", func(c cks.ClaimedTask) error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold"})
+			return err
+		}},
 		{"Cancel", func(c cks.ClaimedTask) error { _, err := s.Tasks.Cancel(ctx(t), c.ID, "op", "gone"); return err }},
 		{"Complete", func(c cks.ClaimedTask) error {
 			_, err := s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "ok")
@@ -1428,14 +1444,15 @@ func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
 		name string
 		call func() error
 	}{
-		{"Stop", func() error { _, _, err := s.Tasks.Stop(ctx(t), id, "op", "x", 0); return err }},
+		{"Stop", func() error {
+			_, err := s.Tasks.StopTask(ctx(t), ledger.StopParams{ID: id, Actor: "op", Reason: "x"})
+			return err
+		}},
 		{"Start", func() error { _, err := s.Tasks.Start(ctx(t), id, "op", "x"); return err }},
 		{"Update", func() error {
 			_, err := s.Tasks.UpdateTask(ctx(t), ledger.UpdateParams{ID: id, Actor: "op", Patch: cks.TaskPatch{Title: ptr("x")}})
 			return err
 		}},
-		{"GetAbort", func() error { _, err := s.Tasks.GetAbort(ctx(t), id); return err }},
-		{"ResolveAbort", func() error { _, err := s.Tasks.ResolveAbort(ctx(t), id); return err }},
 		{"ConfirmAbort", func() error { _, err := s.Tasks.ConfirmAbort(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {
@@ -1450,7 +1467,7 @@ func testTaskControlNotFound(t *testing.T, open backendtest.Opener) {
 		{"RecordDecision", func() error { _, err := s.Tasks.RecordDecision(ctx(t), id, "tok", "k", "x", 1); return err }},
 		{"ReuseWorkspace", func() error { _, err := s.Tasks.ReuseWorkspace(ctx(t), id, "tok", "/p", 1); return err }},
 	} {
-		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Touch).
+		// Executor calls on an unknown task: ErrNotFound or ErrLeaseLost (as Heartbeat).
 		if err := c.call(); !errors.Is(err, cks.ErrNotFound) && !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("%s(%d): err = %v, want ErrNotFound or ErrLeaseLost", c.name, id, err)
 		}
@@ -1480,7 +1497,9 @@ func testTaskControlConcurrent(t *testing.T, open backendtest.Opener) {
 		begin := make(chan struct{})
 		wg.Go(func() {
 			<-begin
-			_, stopAbort, stopErr = handles[0].Tasks.Stop(ctx(t), c.ID, "op", "race", 0)
+			var res cks.TaskStopResult
+			res, stopErr = handles[0].Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "race"})
+			stopAbort = res.Abort
 		})
 		wg.Go(func() {
 			<-begin

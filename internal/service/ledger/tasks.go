@@ -24,7 +24,7 @@ const maxUniqueRetries = 3
 // with created false and no error. A missing dependency or parent is a
 // FieldError naming depends_on or parent_id. A new task cannot close a
 // dependency cycle (nothing depends on it yet); dependency edits (next
-// issue) check with ledger.Cycle.
+// issue) check with findCycle.
 //
 // Two enqueues racing on one dedupe key meet at the unique index; the loser
 // runs again and returns the winner's task.
@@ -443,7 +443,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 		for _, a := range abRows {
 			aborts = append(aborts, toAbort(a))
 		}
-		GroupAttempts(&t, evidence, decisions, aborts)
+		groupAttempts(&t, evidence, decisions, aborts)
 		return nil
 	})
 	return t, err
@@ -717,27 +717,21 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 	return token
 }
 
-// Claim leases up to n claimable tasks of the given types (any type when
-// types is empty) to worker: state OPEN, run_after passed, not in the
+// Claim leases up to p.N claimable tasks of the types p.Types (any type
+// when empty) to p.Worker: state OPEN, run_after passed, not in the
 // dispatch-exclusion set — or CLAIMED or RUNNING under a lease that expired
 // unrenewed, which the claim takes back first as the reaper would (the
 // attempt counted; FAILED "max attempts" when none is left) —; highest
 // priority first, then oldest. Each gets CLAIMED, claimed_by, claimed_at,
 // a fresh lease token (NewLeaseToken, stored as its hash), lease_expires_at
-// = now+lease (d; 0: the default lease) and attempts+1. The tasks are
-// returned in that order, each with its plain token.
+// = now+p.Lease (0: the default lease) and attempts+1 — and with
+// p.Running moves on to RUNNING in the same transaction, as MarkRunning
+// would (one commit less for an executor that starts at once;
+// worker.Executor skips MarkRunning for a RUNNING task). The tasks are
+// returned in that order, each with its plain token. It is claim_tasks'
+// entry point, and every executor in this process claims through it too.
 //
-// ClaimWith without Running.
-func (s *Service) Claim(ctx context.Context, worker string, types []string, n int, d time.Duration) ([]cks.ClaimedTask, error) {
-	return s.ClaimWith(ctx, ClaimParams{Worker: worker, Types: types, N: n, Lease: d})
-}
-
-// ClaimWith is Claim with its arguments in p, and the choice of
-// p.Running: each claimed task moves on to RUNNING in the same
-// transaction, as MarkRunning would (one commit less for an executor that
-// starts at once; worker.Executor skips MarkRunning for a RUNNING task).
-//
-// in one driver statement (TaskClaim): the claimable tasks are locked (SKIP
+// In one driver statement (TaskClaim): the claimable tasks are locked (SKIP
 // LOCKED: another claimer's are passed over) and leased at once — and,
 // with p.Running, moved on to RUNNING. Neither writes an event: the
 // attempt lives on the row until the event that ends it records it whole
@@ -745,36 +739,43 @@ func (s *Service) Claim(ctx context.Context, worker string, types []string, n in
 // the claim may take; only their hashes go to the driver, and each plain
 // token only to this caller. Claims made at once in this process share the
 // statement (claimer). With p.Wait and nothing to claim, the claim waits
-// up to that long for a task it can take (claimWaiting).
-func (s *Service) ClaimWith(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
+// up to that long for a task it can take (claimWaiting). With p.Issue,
+// each claimed task is given its credential before the claim returns, or
+// the claim is given back whole (issue).
+func (s *Service) Claim(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := cks.ValidateTaskTypes("types", p.Types); err != nil {
 		return nil, err
 	}
 	if p.Lease == 0 {
 		p.Lease = s.settings.DefaultLease
 	}
-	if err := ValidateClaim(p.Worker, p.N, p.Lease); err != nil {
+	if err := validateClaim(p.Worker, p.N, p.Lease); err != nil {
 		return nil, err
 	}
 	// The moves a claim makes, checked against the table once.
-	if err := Check(cks.TaskOpen, cks.TaskClaimed); err != nil {
+	if err := check(cks.TaskOpen, cks.TaskClaimed); err != nil {
 		return nil, err
 	}
 	if p.Running {
-		if err := Check(cks.TaskClaimed, cks.TaskRunning); err != nil {
+		if err := check(cks.TaskClaimed, cks.TaskRunning); err != nil {
 			return nil, err
 		}
 	}
 	if err := validateWait(p.Wait); err != nil {
 		return nil, err
 	}
+	claim := s.claimNow
 	if p.Wait > 0 {
-		return s.claimWaiting(ctx, p)
+		claim = s.claimWaiting
 	}
-	return s.claimNow(ctx, p)
+	ts, err := claim(ctx, p)
+	if err != nil || p.Issue == nil {
+		return ts, err
+	}
+	return s.issue(ctx, ts, p.Issue)
 }
 
-// claimNow is ClaimWith's claim, p checked.
+// claimNow is Claim's claim, p checked.
 func (s *Service) claimNow(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	c := &claim{p: p, tokens: make([]string, p.N), hashes: make([]string, p.N)}
 	for i := range c.tokens {
@@ -782,7 +783,7 @@ func (s *Service) claimNow(ctx context.Context, p ClaimParams) ([]cks.ClaimedTas
 		c.hashes[i] = driver.HashLeaseToken(c.tokens[i])
 	}
 	out, err := s.claimer.Do(ctx, c)
-	SortClaimed(out)
+	sortClaimed(out)
 	return out, err
 }
 
@@ -797,16 +798,16 @@ func (s *Service) MarkRunning(ctx context.Context, id int64, token string) (cks.
 	})
 }
 
-// Touch is the lease heartbeat: it renews the lease for the duration given
-// at claim and reports whether the lease is still held (the seed's
-// touch_outbox_task convention). held is false exactly when err wraps
-// ErrLeaseLost (or ErrNotFound, or is the FieldError of a token that is
-// not text), so callers may test either.
+// touch is the lease heartbeat's renewal: it renews the lease for the
+// duration given at claim and reports whether the lease is still held (the
+// seed's touch_outbox_task convention). held is false exactly when err
+// wraps ErrLeaseLost (or ErrNotFound, or is the FieldError of a token that
+// is not text).
 //
 // Heartbeats go through the completer with Complete and Fail: the leases one
 // process renews concurrently are renewed in one transaction, each fenced by
 // its own token.
-func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, error) {
+func (s *Service) touch(ctx context.Context, id int64, token string) (bool, error) {
 	if err := cks.ValidateText("lease_token", token); err != nil {
 		return false, err
 	}
@@ -814,15 +815,16 @@ func (s *Service) Touch(ctx context.Context, id int64, token string) (bool, erro
 	return err == nil, err
 }
 
-// Heartbeat is Touch answered for an executor that knows nothing of the
-// ledger's notifications (an agent over HTTP or MCP): whether the lease is
-// still held and, when it is not, whether an abort names it — an
-// operator's stop, update or cancel revoked it and waits for the executor
-// to confirm (ConfirmAbort with the same token) — or it ended some other
-// way (it ran out unrenewed, the task finished), with nothing to confirm. A
-// lost lease is an answer, not an error.
+// Heartbeat is the lease heartbeat (touch_task's, and every executor's in
+// this process, worker.Executor): it renews the lease for the duration
+// given at claim (touch) and answers whether the lease is still held and,
+// when it is not, whether an abort names it — an operator's stop, update or
+// cancel revoked it and waits for the executor to confirm (ConfirmAbort
+// with the same token) — or it ended some other way (it ran out unrenewed,
+// the task finished), with nothing to confirm. A lost lease is an answer,
+// not an error; an unknown task is ErrNotFound.
 func (s *Service) Heartbeat(ctx context.Context, id int64, token string) (cks.TouchResult, error) {
-	held, err := s.Touch(ctx, id, token)
+	held, err := s.touch(ctx, id, token)
 	switch {
 	case !errors.Is(err, cks.ErrLeaseLost):
 		return cks.TouchResult{Held: held}, err
@@ -991,7 +993,7 @@ func released(ctx context.Context, ex driver.Executor, waiting []driver.TaskRow,
 	}
 	var moves []move
 	for _, r := range waiting {
-		if cks.TaskState(r.State) != cks.TaskWaiting || IsDispatchExcluded(cks.TaskState(r.State)) {
+		if cks.TaskState(r.State) != cks.TaskWaiting || isDispatchExcluded(cks.TaskState(r.State)) {
 			continue
 		}
 		if !slices.ContainsFunc(deps[r.ID], func(d int64) bool { return !done[d] }) {
@@ -1041,7 +1043,7 @@ func blockDependants(ctx context.Context, ex driver.Executor, now time.Time, act
 
 // Fail ends the attempt unsuccessfully. When retryable and attempts <
 // max_attempts the task goes back to OPEN with run_after = now + backoff
-// with jitter (ledger.Backoff); otherwise it is FAILED (reason "max
+// with jitter (backoff); otherwise it is FAILED (reason "max
 // attempts: …" when retryable but exhausted) and its WAITING dependants
 // become BLOCKED. The lease is revoked.
 //
@@ -1081,7 +1083,7 @@ func (s *Service) Answer(ctx context.Context, id int64, actor, text string) (cks
 		return cks.Task{}, err
 	}
 	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		if !Admits(cks.TaskState(cur.State), cks.ActionAnswer) {
+		if !admits(cks.TaskState(cur.State), cks.ActionAnswer) {
 			return cur, wrongState(cur, "answer", cks.TaskNeedsInput)
 		}
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: actor, reason: "answered: " + text,
@@ -1101,7 +1103,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 	if d == 0 {
 		d = s.settings.DefaultLease
 	}
-	if err := ValidateClaim(reviewer, 1, d); err != nil {
+	if err := validateClaim(reviewer, 1, d); err != nil {
 		return cks.ClaimedTask{}, err
 	}
 	var token string
@@ -1113,7 +1115,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 			}
 			cur = back[0]
 		}
-		if !Admits(cks.TaskState(cur.State), cks.ActionReview) {
+		if !admits(cks.TaskState(cur.State), cks.ActionReview) {
 			return cur, wrongState(cur, "claim review", cks.TaskNeedsReview)
 		}
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskReviewing, actor: reviewer, reason: "review claimed",
@@ -1202,7 +1204,7 @@ func cancelTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver
 	return out, ab, err
 }
 
-// leasedStates are the states that have a lease: a Touch renews it, and
+// leasedStates are the states that have a lease: a Heartbeat renews it, and
 // once it expired a claim or the reaper reclaims it (the schema's
 // LeasedStates, its index of them on Postgres).
 var leasedStates = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
@@ -1306,7 +1308,7 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 			}
 			after = page[len(page)-1].ID
 		}
-		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return IsDispatchExcluded(cks.TaskState(r.State)) })
+		waiting = slices.DeleteFunc(waiting, func(r driver.TaskRow) bool { return isDispatchExcluded(cks.TaskState(r.State)) })
 		if len(waiting) == 0 {
 			return nil
 		}
@@ -1352,14 +1354,4 @@ func (s *Service) ReleaseDependencies(ctx context.Context) (DependencyRelease, e
 		return DependencyRelease{}, err
 	}
 	return out, nil
-}
-
-// Transition moves task id to state to through the table, recording an
-// event by actor with reason, and nothing else: no lease, dependency or
-// attempt effects. It exists for the conformance suite and repair tools;
-// the operations of Service are what callers use.
-func (s *Service) Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error) {
-	return s.onTask(ctx, id, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
-		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
-	})
 }

@@ -1,7 +1,6 @@
 package ledger_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,12 +53,6 @@ func ptr[T any](v T) *T { return &v }
 
 // ctx bounds a test's calls: backendtest.Ctx.
 var ctx = backendtest.Ctx
-
-// Transitioner is the low-level state change every backend exposes for
-// these tests: one transition through the ledger's table with its event, nothing else.
-type Transitioner interface {
-	Transition(ctx context.Context, id int64, to cks.TaskState, actor, reason string) (cks.Task, error)
-}
 
 // hasLease reports whether task shows a lease (a holder or an expiry); the
 // token itself is never part of a Task.
@@ -157,7 +150,7 @@ func testTaskBadInput(t *testing.T, open backendtest.Opener) {
 		{"lease_s", "w", 1, ledger.MaxLease + time.Second},
 	}
 	for _, c := range claims {
-		_, err := s.Tasks.Claim(ctx(t), c.worker, nil, c.n, c.lease)
+		_, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: c.worker, N: c.n, Lease: c.lease})
 		if !cks.IsFieldError(err, c.field) {
 			t.Errorf("Claim(%q, %d, %v): err = %v, want a FieldError naming %s", c.worker, c.n, c.lease, err, c.field)
 		}
@@ -190,7 +183,7 @@ func testTaskNotFound(t *testing.T, open backendtest.Opener) {
 		{"Answer", func() error { _, err := s.Tasks.Answer(ctx(t), id, "op", "x"); return err }},
 		{"ClaimReview", func() error { _, err := s.Tasks.ClaimReview(ctx(t), id, "r", backendtest.Lease); return err }},
 		{"Complete", func() error { _, err := s.Tasks.Complete(ctx(t), id, "tok", false, ""); return err }},
-		{"Touch", func() error { _, err := s.Tasks.Touch(ctx(t), id, "tok"); return err }},
+		{"Heartbeat", func() error { _, err := s.Tasks.Heartbeat(ctx(t), id, "tok"); return err }},
 	}
 	for _, c := range calls {
 		err := c.call()
@@ -203,7 +196,6 @@ func testTaskNotFound(t *testing.T, open backendtest.Opener) {
 // pathTo returns the shortest sequence of allowed transitions from OPEN to
 // target (empty for OPEN), or nil when target is unreachable.
 func pathTo(target cks.TaskState) []cks.TaskState {
-	table := ledger.Transitions()
 	prev := map[cks.TaskState]cks.TaskState{cks.TaskOpen: ""}
 	queue := []cks.TaskState{cks.TaskOpen}
 	for len(queue) > 0 {
@@ -216,8 +208,8 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 			}
 			return path
 		}
-		for _, next := range table[cur] {
-			if _, seen := prev[next]; !seen {
+		for _, next := range ledger.All {
+			if _, seen := prev[next]; !ledger.Allowed(cur, next) || seen {
 				prev[next] = cur
 				queue = append(queue, next)
 			}
@@ -232,7 +224,6 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 // nothing.
 func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 	s, _ := backendtest.FakeStore(t, open)
-	var tr Transitioner = s.Tasks
 	into := func(target cks.TaskState) cks.Task {
 		t.Helper()
 		task := backendtest.MustEnqueue(t, s, cks.NewTask{Title: "to " + string(target)})
@@ -241,7 +232,7 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 			t.Fatalf("%s is unreachable from OPEN in the table", target)
 		}
 		for _, st := range path {
-			if _, err := tr.Transition(ctx(t), task.ID, st, "suite", "setup"); err != nil {
+			if _, err := ledger.Transition(ctx(t), s.Tasks, task.ID, st, "suite", "setup"); err != nil {
 				t.Fatalf("setup of task %d towards %s: %s: %v", task.ID, target, st, err)
 			}
 		}
@@ -253,7 +244,7 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 			if ledger.Allowed(from, to) {
 				continue
 			}
-			_, err := tr.Transition(ctx(t), task.ID, to, "suite", "illegal")
+			_, err := ledger.Transition(ctx(t), s.Tasks, task.ID, to, "suite", "illegal")
 			if !errors.Is(err, cks.ErrConflict) || !strings.Contains(err.Error(), string(from)) ||
 				!strings.Contains(err.Error(), string(to)) {
 				t.Errorf("%s → %s: err = %v, want ErrConflict naming both states", from, to, err)
@@ -263,9 +254,12 @@ func testTaskTransitionTable(t *testing.T, open backendtest.Opener) {
 		if after.State != from || len(after.Events) != len(task.Events) || !after.UpdatedAt.Equal(task.UpdatedAt) {
 			t.Errorf("illegal transitions from %s changed the task: %+v", from, after)
 		}
-		for _, to := range ledger.Transitions()[from] {
+		for _, to := range ledger.All {
+			if !ledger.Allowed(from, to) {
+				continue
+			}
 			task := into(from)
-			got, err := tr.Transition(ctx(t), task.ID, to, "suite", "legal")
+			got, err := ledger.Transition(ctx(t), s.Tasks, task.ID, to, "suite", "legal")
 			if err != nil {
 				t.Errorf("%s → %s: %v", from, to, err)
 				continue
@@ -296,7 +290,7 @@ func testTaskClaimOrder(t *testing.T, open backendtest.Opener) {
 	}
 	clk.Advance(time.Second)
 	now := clk.Now()
-	got, err := s.Tasks.Claim(ctx(t), "w1", []string{"build"}, 2, backendtest.Lease)
+	got, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w1", Types: []string{"build"}, N: 2, Lease: backendtest.Lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,11 +310,11 @@ func testTaskClaimOrder(t *testing.T, open backendtest.Opener) {
 	if got[0].LeaseToken == got[1].LeaseToken {
 		t.Fatal("two claims share a lease token")
 	}
-	rest, err := s.Tasks.Claim(ctx(t), "w2", []string{"build", "nothing"}, 10, backendtest.Lease)
+	rest, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", Types: []string{"build", "nothing"}, N: 10, Lease: backendtest.Lease})
 	if err != nil || len(rest) != 1 || rest[0].ID != low.ID {
 		t.Fatalf("second claim = %+v, %v; want only %d (the parked task is excluded)", rest, err, low.ID)
 	}
-	any, err := s.Tasks.Claim(ctx(t), "w3", nil, 10, backendtest.Lease)
+	any, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w3", N: 10, Lease: backendtest.Lease})
 	if err != nil || len(any) != 1 || any[0].ID != other.ID {
 		t.Fatalf("claim of any type = %+v, %v; want only %d", any, err, other.ID)
 	}
@@ -363,9 +357,9 @@ func testTaskFencing(t *testing.T, open backendtest.Opener) {
 	for _, z := range zombie {
 		backendtest.WantErr(t, "zombie "+z.name, z.call(), cks.ErrLeaseLost)
 	}
-	held, err := s.Tasks.Touch(ctx(t), a.ID, a.LeaseToken)
-	if held || !errors.Is(err, cks.ErrLeaseLost) {
-		t.Fatalf("zombie Touch = %v, %v; want false, ErrLeaseLost", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), a.ID, a.LeaseToken)
+	if res.Held || err != nil {
+		t.Fatalf("zombie Heartbeat = %+v, %v; want not held", res, err)
 	}
 	done, err := s.Tasks.Complete(ctx(t), b.ID, b.LeaseToken, false, "B")
 	if err != nil || done.State != cks.TaskCompleted || hasLease(done) {
@@ -386,9 +380,9 @@ func testTaskTouchRenewsLease(t *testing.T, open backendtest.Opener) {
 	backendtest.MustEnqueue(t, s, cks.NewTask{Title: "long"})
 	c := backendtest.MustClaimOne(t, s, "w")
 	clk.Advance(50 * time.Second)
-	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
-	if !held || err != nil {
-		t.Fatalf("Touch = %v, %v", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken)
+	if !res.Held || err != nil {
+		t.Fatalf("Heartbeat = %v, %v", res.Held, err)
 	}
 	got := backendtest.MustGet(t, s, c.ID)
 	if !got.LeaseExpiresAt.Equal(clk.Now().Add(backendtest.Lease)) || !got.LeaseRenewedAt.Equal(clk.Now()) {
@@ -423,7 +417,7 @@ func testTaskReclaimToFailed(t *testing.T, open backendtest.Opener) {
 	if e := lastEvent(t, got); e.Reason != "max attempts" || got.LastError != "max attempts" || got.Attempts != 2 {
 		t.Fatalf("dead letter: %+v, event %+v", got, e)
 	}
-	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 5, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 5, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim after dead letter = %+v, %v", ts, err)
 	}
 	blocked := backendtest.WantState(t, s, dependant.ID, cks.TaskBlocked)
@@ -472,11 +466,12 @@ func testTaskBackoff(t *testing.T, open backendtest.Opener) {
 		t.Fatalf("retryable Fail = %+v, %v", got, err)
 	}
 	now := clk.Now()
-	lo, hi := now.Add(ledger.Backoff(ledger.BackoffBase, 1, 0)), now.Add(ledger.Backoff(ledger.BackoffBase, 1, 1))
+	// The first retry waits BackoffBase plus up to BackoffJitter of it.
+	lo, hi := now.Add(ledger.BackoffBase), now.Add(ledger.BackoffBase+time.Duration(ledger.BackoffJitter*float64(ledger.BackoffBase)))
 	if got.RunAfter.Before(lo) || got.RunAfter.After(hi) {
 		t.Fatalf("run_after %v not in [%v, %v]", got.RunAfter, lo, hi)
 	}
-	if ts, err := s.Tasks.Claim(ctx(t), "w", nil, 1, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", N: 1, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim before run_after = %+v, %v", ts, err)
 	}
 	clk.Set(hi)
@@ -624,7 +619,7 @@ func testTaskAskAnswer(t *testing.T, open backendtest.Opener) {
 	}
 	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "x")
 	backendtest.WantErr(t, "Complete of a parked task", err, cks.ErrLeaseLost)
-	if ts, err := s.Tasks.Claim(ctx(t), "w2", nil, 5, backendtest.Lease); err != nil || len(ts) != 0 {
+	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w2", N: 5, Lease: backendtest.Lease}); err != nil || len(ts) != 0 {
 		t.Fatalf("claim of a parked task = %+v, %v", ts, err)
 	}
 	if _, err := s.Tasks.Answer(ctx(t), task.ID, "op", ""); !cks.IsFieldError(err, "text") {
@@ -719,9 +714,9 @@ func testTaskCancel(t *testing.T, open backendtest.Opener) {
 	if e := lastEvent(t, backendtest.MustGet(t, s, task.ID)); e.From != cks.TaskRunning || e.Actor != "op" || e.Reason != "no longer wanted" {
 		t.Fatalf("cancel event %+v", e)
 	}
-	held, err := s.Tasks.Touch(ctx(t), c.ID, c.LeaseToken)
-	if held || !errors.Is(err, cks.ErrLeaseLost) {
-		t.Fatalf("Touch after cancel = %v, %v; want false, ErrLeaseLost", held, err)
+	res, err := s.Tasks.Heartbeat(ctx(t), c.ID, c.LeaseToken)
+	if res.Held || err != nil {
+		t.Fatalf("Heartbeat after cancel = %+v, %v; want not held", res, err)
 	}
 	_, err = s.Tasks.Complete(ctx(t), c.ID, c.LeaseToken, false, "late")
 	backendtest.WantErr(t, "Complete after cancel", err, cks.ErrLeaseLost)
@@ -744,7 +739,7 @@ func testTaskList(t *testing.T, open backendtest.Opener) {
 		}
 		ids = append(ids, backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: fmt.Sprint(i)}).ID)
 	}
-	c, err := s.Tasks.Claim(ctx(t), "w", []string{"b"}, 1, backendtest.Lease)
+	c, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{"b"}, N: 1, Lease: backendtest.Lease})
 	if err != nil || len(c) != 1 {
 		t.Fatal(err)
 	}
@@ -847,7 +842,7 @@ func testTaskConcurrentDependencyRelease(t *testing.T, open backendtest.Opener) 
 		h := open(t, driver.WithClock(clk))
 		wg.Go(func() {
 			for {
-				ts, err := h.Tasks.Claim(ctx(t), "w-"+typ, []string{typ}, 1, backendtest.Lease)
+				ts, err := h.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w-" + typ, Types: []string{typ}, N: 1, Lease: backendtest.Lease})
 				if err != nil || len(ts) == 0 {
 					errs <- err
 					return

@@ -21,10 +21,10 @@ const (
 	DefaultLease = config.DefaultLease
 )
 
-// ValidateClaim reports the first bad argument of a claim: an empty worker, a
+// validateClaim reports the first bad argument of a claim: an empty worker, a
 // batch size outside 1..MaxListLimit, or a lease outside MinLease..MaxLease
 // (the service has put its default lease in for none before).
-func ValidateClaim(worker string, n int, lease time.Duration) error {
+func validateClaim(worker string, n int, lease time.Duration) error {
 	if err := cks.ValidateText("worker", worker); err != nil {
 		return err
 	}
@@ -39,9 +39,9 @@ func ValidateClaim(worker string, n int, lease time.Duration) error {
 	return nil
 }
 
-// SortClaimed orders claimed tasks as a claim picks them: highest priority,
+// sortClaimed orders claimed tasks as a claim picks them: highest priority,
 // then oldest, then lowest id (RETURNING gives no order).
-func SortClaimed(ts []cks.ClaimedTask) {
+func sortClaimed(ts []cks.ClaimedTask) {
 	slices.SortFunc(ts, func(x, y cks.ClaimedTask) int {
 		if x.Priority != y.Priority {
 			return y.Priority - x.Priority
@@ -56,14 +56,14 @@ func SortClaimed(ts []cks.ClaimedTask) {
 // ActorDependencyRelease is the event actor of ReleaseDependencies.
 const ActorDependencyRelease = "dependency_release"
 
-// GroupAttempts fills t.Current and t.History from every evidence and
+// groupAttempts fills t.Current and t.History from every evidence and
 // decision record of t (oldest first) and its aborts: Current is the attempt
 // identified by the task's counters (the attempt in progress, or the last
 // one; for a NEEDS_INPUT task the paused one), History every other attempt,
 // oldest first. Nothing from an aborted attempt is ever Current: an abort
 // gives the attempt back and the restart that follows moves Current on.
 // Backends call it from GetTask.
-func GroupAttempts(t *cks.Task, evidence []cks.Evidence, decisions []cks.Decision, aborts []cks.Abort) {
+func groupAttempts(t *cks.Task, evidence []cks.Evidence, decisions []cks.Decision, aborts []cks.Abort) {
 	type key struct{ restart, attempt int }
 	cur := key{t.Restarts, t.Attempts}
 	if t.State == "NEEDS_INPUT" {
@@ -110,14 +110,14 @@ func GroupAttempts(t *cks.Task, evidence []cks.Evidence, decisions []cks.Decisio
 	}
 }
 
-// CheckChildDedupe is the rule for a dedupe hit among the add_children of an
+// checkChildDedupe is the rule for a dedupe hit among the add_children of an
 // Update of task parent: the i-th child found the live task child (created
 // false) under its dedupe key. Only a child of parent may be found so — the
 // update then adds it again idempotently; a hit on any other task is a
 // FieldError naming add_children[i].dedupe_key that says nothing of that
 // task (the caller may not be allowed to read it), and the update changes
 // nothing.
-func CheckChildDedupe(i int, parent int64, child cks.Task, created bool) error {
+func checkChildDedupe(i int, parent int64, child cks.Task, created bool) error {
 	if created || (child.ParentID != nil && *child.ParentID == parent) {
 		return nil
 	}

@@ -20,7 +20,6 @@ const (
 // Corpus is a set of passages and a BM25 index over them. It is read-only
 // once loaded and safe for concurrent use.
 type Corpus struct {
-	root     string
 	passages []Passage
 	byID     map[string]int
 	lengths  []int                // terms per passage
@@ -63,7 +62,6 @@ func LoadCorpus(dir string) (*Corpus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corpus %q: %w", dir, err)
 	}
-	c.root = dir
 	return c, nil
 }
 
@@ -84,7 +82,6 @@ func LoadCorpusFS(fsys fs.FS, root string) (*Corpus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corpus %q: %w", root, err)
 	}
-	c.root = root
 	return c, nil
 }
 
@@ -219,11 +216,8 @@ func atxHeading(l string) (string, bool) {
 // Len is the number of passages.
 func (c *Corpus) Len() int { return len(c.passages) }
 
-// Root is the directory the corpus was loaded from.
-func (c *Corpus) Root() string { return c.root }
-
-// Passage returns the passage with the given ID (without a Score).
-func (c *Corpus) Passage(id string) (Passage, bool) {
+// passage returns the passage with the given ID (without a Score).
+func (c *Corpus) passage(id string) (Passage, bool) {
 	i, ok := c.byID[id]
 	if !ok {
 		return Passage{}, false

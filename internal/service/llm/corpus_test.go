@@ -55,11 +55,11 @@ func TestLoadCorpusSplitsPassages(t *testing.T) {
 	if c.Len() != len(want) {
 		t.Fatalf("Len = %d", c.Len())
 	}
-	p, ok := c.Passage("b.md#3")
+	p, ok := c.passage("b.md#3")
 	if !ok || p.Text != "Two." || p.Heading != "First" {
-		t.Fatalf("Passage(b.md#3) = %+v, %v", p, ok)
+		t.Fatalf("passage(b.md#3) = %+v, %v", p, ok)
 	}
-	if _, ok := c.Passage("b.md#99"); ok {
+	if _, ok := c.passage("b.md#99"); ok {
 		t.Fatal("Passage of an unknown id found")
 	}
 }

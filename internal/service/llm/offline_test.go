@@ -66,7 +66,7 @@ func TestOfflineOnShippedCorpus(t *testing.T) {
 			}
 			found := false
 			for _, id := range s.Citations {
-				if _, ok := c.Passage(id); !ok {
+				if _, ok := c.passage(id); !ok {
 					t.Fatalf("cites unknown passage %s", id)
 				}
 				if strings.HasPrefix(id, tc.source+"#") {

@@ -34,7 +34,7 @@ const (
 	maxErrorDetail = 512
 )
 
-// OpenAIConfig configures NewOpenAI.
+// OpenAIConfig configures newOpenAI.
 type OpenAIConfig struct {
 	// BaseURL is the API root the chat-completions path is appended to;
 	// empty means DefaultOpenAIBaseURL. Local servers speaking the
@@ -61,7 +61,7 @@ var promptFS embed.FS
 // templates "S.system" and "S.user", executed with the step's input.
 var prompts = template.Must(template.New("prompts").ParseFS(promptFS, "prompts/*.tmpl"))
 
-// NewOpenAI returns a Model speaking the OpenAI chat-completions protocol:
+// newOpenAI returns a Model speaking the OpenAI chat-completions protocol:
 // each method is one POST {BaseURL}/chat/completions with a system and a
 // user message (from the embedded templates in prompts/), temperature 0
 // and response_format {"type":"json_object"}. The reply's message content
@@ -76,7 +76,7 @@ var prompts = template.Must(template.New("prompts").ParseFS(promptFS, "prompts/*
 // MaxAttempts are spent the error wraps ErrUnavailable. Any other 4xx is
 // returned at once with what the server said. A done ctx ends the call
 // promptly, between or during attempts.
-func NewOpenAI(cfg OpenAIConfig) (Model, error) {
+func newOpenAI(cfg OpenAIConfig) (Model, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, errors.New("openai: a model name is required")
 	}

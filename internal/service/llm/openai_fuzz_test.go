@@ -41,7 +41,7 @@ func (c cannedReply) RoundTrip(r *http.Request) (*http.Response, error) {
 // fuzzModel is the OpenAI provider answered by reply, trying once.
 func fuzzModel(t *testing.T, reply cannedReply) *openAI {
 	t.Helper()
-	m, err := NewOpenAI(OpenAIConfig{BaseURL: "http://model.test/v1", Model: "fuzz", MaxAttempts: 1,
+	m, err := newOpenAI(OpenAIConfig{BaseURL: "http://model.test/v1", Model: "fuzz", MaxAttempts: 1,
 		HTTPClient: &http.Client{Transport: reply}})
 	if err != nil {
 		t.Fatal(err)

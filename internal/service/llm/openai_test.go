@@ -98,7 +98,7 @@ func newTestModel(t *testing.T, s *chatServer, cfg OpenAIConfig) (*openAI, *[]ti
 	if cfg.Model == "" {
 		cfg.Model = "test-model"
 	}
-	m, err := NewOpenAI(cfg)
+	m, err := newOpenAI(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestOpenAIBadReplies(t *testing.T) {
 
 func TestOpenAIContextCancelledMidRetry(t *testing.T) {
 	s := newChatServer(t, reply{status: 503, raw: `busy`})
-	m, err := NewOpenAI(OpenAIConfig{BaseURL: s.srv.URL, Model: "test-model", MaxAttempts: 10})
+	m, err := newOpenAI(OpenAIConfig{BaseURL: s.srv.URL, Model: "test-model", MaxAttempts: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestOpenAIContextCancelledMidRetry(t *testing.T) {
 
 	// And during a hanging request.
 	s2 := newChatServer(t, reply{hang: true})
-	m2, _ := NewOpenAI(OpenAIConfig{BaseURL: s2.srv.URL, Model: "m"})
+	m2, _ := newOpenAI(OpenAIConfig{BaseURL: s2.srv.URL, Model: "m"})
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
 	start = time.Now()
@@ -410,16 +410,16 @@ func TestOpenAIContextCancelledMidRetry(t *testing.T) {
 }
 
 func TestNewOpenAIConfig(t *testing.T) {
-	if _, err := NewOpenAI(OpenAIConfig{}); err == nil || !strings.Contains(err.Error(), "model") {
+	if _, err := newOpenAI(OpenAIConfig{}); err == nil || !strings.Contains(err.Error(), "model") {
 		t.Fatalf("no model: %v", err)
 	}
-	if _, err := NewOpenAI(OpenAIConfig{Model: "m", BaseURL: "ftp://x"}); err == nil {
+	if _, err := newOpenAI(OpenAIConfig{Model: "m", BaseURL: "ftp://x"}); err == nil {
 		t.Fatal("ftp base URL accepted")
 	}
-	if _, err := NewOpenAI(OpenAIConfig{Model: "m", Timeout: -1}); err == nil {
+	if _, err := newOpenAI(OpenAIConfig{Model: "m", Timeout: -1}); err == nil {
 		t.Fatal("negative timeout accepted")
 	}
-	m, err := NewOpenAI(OpenAIConfig{Model: "m"})
+	m, err := newOpenAI(OpenAIConfig{Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func New(s config.LLM) (Model, error) {
 	case "", config.ProviderOffline:
 		return NewOffline(), nil
 	case config.ProviderOpenAI:
-		return NewOpenAI(OpenAIConfig{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey, Timeout: s.Timeout})
+		return newOpenAI(OpenAIConfig{BaseURL: s.BaseURL, Model: s.Model, APIKey: s.APIKey, Timeout: s.Timeout})
 	}
 	return nil, fmt.Errorf("unknown model provider %q (want %q or %q)", s.Provider, config.ProviderOffline, config.ProviderOpenAI)
 }

@@ -121,7 +121,7 @@ func (w *watcher) all() []string {
 // A lost connection is retried with backoff, not returned. An empty topics
 // list or an empty topic is a FieldError naming topics.
 func (n *Notifier) WatchChanges(ctx context.Context, topics []string, f func(topic string)) error {
-	set, err := ValidateTopics(topics)
+	set, err := validateTopics(topics)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,9 @@ package notifier
 
 import "github.com/cks-dev/cks"
 
-// ValidateTopics reports a FieldError naming topics when topics is empty or
+// validateTopics reports a FieldError naming topics when topics is empty or
 // holds an empty topic, and returns the set of distinct topics.
-func ValidateTopics(topics []string) (map[string]bool, error) {
+func validateTopics(topics []string) (map[string]bool, error) {
 	if len(topics) == 0 {
 		return nil, &cks.FieldError{Field: "topics", Expected: "at least one change topic"}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // badTextInBody are JSON string contents (between the quotes) that decode
@@ -44,7 +45,7 @@ func TestBadTextIs400(t *testing.T) {
 		reviewing, reviewTok := backendtest.Into(t, s, cks.TaskReviewing, "api-reviewing")
 		stopped, _ := backendtest.Into(t, s, cks.TaskStopped, "api-stopped")
 		aborted, abortTok := backendtest.Into(t, s, cks.TaskRunning, "api-aborted")
-		if _, _, err := s.Tasks.Stop(context.Background(), aborted.ID, "op", "hold", 0); err != nil {
+		if _, err := s.Tasks.StopTask(context.Background(), ledger.StopParams{ID: aborted.ID, Actor: "op", Reason: "hold"}); err != nil {
 			t.Fatal(err)
 		}
 		obj := backendtest.MustCreateObject(t, s.Objects, knowledge.NewObject{Kind: "claim", Content: json.RawMessage(`{"v":1}`), CreatedBy: "op"})

@@ -15,6 +15,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/surface/api"
 )
 
@@ -272,7 +273,7 @@ func TestJSONEndpointsRefuseOtherContentTypes(t *testing.T) {
 func TestOversizedBodiesAre413(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	if _, _, err := f.store.Tasks.Stop(context.Background(), task.ID, "op", "hold", 0); err != nil {
+	if _, err := f.store.Tasks.StopTask(context.Background(), ledger.StopParams{ID: task.ID, Actor: "op", Reason: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	id := itoa(task.ID)
@@ -317,7 +318,7 @@ func TestOversizedBodiesAre413(t *testing.T) {
 func TestBodiesMustBeJSONObjects(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	if _, _, err := f.store.Tasks.Stop(context.Background(), task.ID, "op", "hold", 0); err != nil {
+	if _, err := f.store.Tasks.StopTask(context.Background(), ledger.StopParams{ID: task.ID, Actor: "op", Reason: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	id := itoa(task.ID)

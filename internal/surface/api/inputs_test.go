@@ -268,7 +268,7 @@ func TestBulkFilterNeedsRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := f.store.Tasks.Stop(context.Background(), secret.ID, "admin", "held", 0); err != nil {
+		if _, err := f.store.Tasks.StopTask(context.Background(), ledger.StopParams{ID: secret.ID, Actor: "admin", Reason: "held"}); err != nil {
 			t.Fatal(err)
 		}
 		stopper := f.tokenWith(t, cks.Grant{Resource: auth.ResourceTasks, Permission: auth.PermStop})

@@ -41,6 +41,7 @@ import (
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/runtime/pipeline"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/api"
 )
@@ -166,7 +167,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	tg := target{id: tk.ID}
 	claim := func() {
 		t.Helper()
-		ts, err := h.store.Tasks.Claim(ctx, "fuzz-worker", []string{typ}, 1, time.Hour)
+		ts, err := h.store.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "fuzz-worker", Types: []string{typ}, N: 1, Lease: time.Hour})
 		must(err)
 		if len(ts) != 1 || ts[0].ID != tg.id {
 			t.Fatalf("set up a %s task: claimed %d tasks of type %s, want task %d", st, len(ts), typ, tg.id)
@@ -182,13 +183,13 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 	switch st {
 	case open:
 	case stopped:
-		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
+		_, err = h.store.Tasks.StopTask(ctx, ledger.StopParams{ID: tg.id, Actor: "fuzz", Reason: "held for the fuzz input", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 	case claimed:
 		claim()
 	case aborting:
 		claim()
-		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "held for the fuzz input", cks.DefaultAbortDeadline)
+		_, err = h.store.Tasks.StopTask(ctx, ledger.StopParams{ID: tg.id, Actor: "fuzz", Reason: "held for the fuzz input", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 	case running:
 		run()
@@ -210,7 +211,7 @@ func (h *fuzzHub) task(t testing.TB, st state) target {
 		tg.ws = fmt.Sprintf("/tmp/fuzz-workspace-%d", h.n)
 		_, err = h.store.Tasks.AddEvidence(ctx, tg.id, tg.lease, cks.EvidenceWorkspace, tg.ws)
 		must(err)
-		_, _, err = h.store.Tasks.Stop(ctx, tg.id, "fuzz", "rerun", cks.DefaultAbortDeadline)
+		_, err = h.store.Tasks.StopTask(ctx, ledger.StopParams{ID: tg.id, Actor: "fuzz", Reason: "rerun", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 		_, err = h.store.Tasks.ConfirmAbort(ctx, tg.id, tg.lease)
 		must(err)

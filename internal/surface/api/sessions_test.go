@@ -24,6 +24,7 @@ import (
 	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/api"
 )
@@ -371,7 +372,7 @@ func TestSecureCookie(t *testing.T) {
 func TestLoginRefusesClaimCredentials(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	claimed, err := f.store.Tasks.Claim(context.Background(), "w", []string{task.Type}, 1, time.Minute)
+	claimed, err := f.store.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "w", Types: []string{task.Type}, N: 1, Lease: time.Minute})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}

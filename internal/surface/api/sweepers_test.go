@@ -11,6 +11,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
 	"github.com/cks-dev/cks/internal/service/knowledge"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 func TestSweepersOverHTTP(t *testing.T) {
@@ -52,8 +53,7 @@ func TestStoppedLongerThan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := f.store.Tasks
-	if _, err := tr.Transition(ctx, task.ID, cks.TaskStopped, "test", "hold"); err != nil {
+	if _, err := f.store.Tasks.StopTask(ctx, ledger.StopParams{ID: task.ID, Actor: "test", Reason: "hold"}); err != nil {
 		t.Fatal(err)
 	}
 	count := func(q string) int {

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/hub"
 	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
@@ -36,7 +37,7 @@ func TestIdempotentHintsHold(t *testing.T) {
 		if _, _, err := e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: typ, Title: typ}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := e.store.Tasks.Claim(ctx(t), "w", []string{typ}, 1, time.Hour)
+		c, err := e.store.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Hour})
 		if err != nil || len(c) != 1 {
 			t.Fatalf("claim: %v %v", c, err)
 		}
@@ -61,7 +62,7 @@ func TestIdempotentHintsHold(t *testing.T) {
 		},
 		mcpserver.ToolConfirmAbort: func() map[string]any {
 			c := claimed("abort")
-			if _, _, err := e.store.Tasks.Stop(ctx(t), c.ID, "op", "hold", time.Minute); err != nil {
+			if _, err := e.store.Tasks.StopTask(ctx(t), ledger.StopParams{ID: c.ID, Actor: "op", Reason: "hold", Deadline: time.Minute}); err != nil {
 				t.Fatal(err)
 			}
 			return map[string]any{"task_id": c.ID, "lease_token": c.LeaseToken}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
 
@@ -48,7 +49,7 @@ func TestProgressWhileStopWaits(t *testing.T) {
 			if _, _, err := sh.e.store.Tasks.Enqueue(ctx(t), cks.NewTask{Type: typ, Title: "long"}); err != nil {
 				t.Fatal(err)
 			}
-			claimed, err := sh.e.store.Tasks.Claim(ctx(t), "w", []string{typ}, 1, time.Hour)
+			claimed, err := sh.e.store.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "w", Types: []string{typ}, N: 1, Lease: time.Hour})
 			if err != nil || len(claimed) != 1 {
 				t.Fatalf("claim: %v %v", claimed, err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/events"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/api"
 	"github.com/cks-dev/cks/internal/surface/mcpserver"
@@ -164,8 +165,13 @@ func TestProxyOutlivesItsHubSession(t *testing.T) {
 	}
 	changed := func(n int) {
 		t.Helper()
-		if _, err := sh.e.store.Tasks.Transition(ctx(t), task.ID, map[bool]cks.TaskState{true: cks.TaskStopped, false: cks.TaskOpen}[n%2 == 1],
-			"test", "flip"); err != nil {
+		var err error
+		if n%2 == 1 {
+			_, err = sh.e.store.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "test", Reason: "flip"})
+		} else {
+			_, err = sh.e.store.Tasks.Start(ctx(t), task.ID, "test", "flip")
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		sh.svc.Bus.Publish(events.Event{Type: events.TasksChanged, TaskIDs: []int64{task.ID}})

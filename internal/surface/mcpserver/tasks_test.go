@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
 
@@ -152,7 +153,7 @@ type updateOut struct {
 func running(t *testing.T, e *env, typ string) cks.ClaimedTask {
 	t.Helper()
 	task := backendtest.MustEnqueue(t, e.store, cks.NewTask{Type: typ, Title: typ, AcceptanceCriteria: "old criteria"})
-	got, err := e.store.Tasks.Claim(ctx(t), "worker-1", []string{typ}, 1, time.Hour)
+	got, err := e.store.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "worker-1", Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(got) != 1 || got[0].ID != task.ID {
 		t.Fatalf("claim %s: %v %+v", typ, err, got)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/cks-dev/cks/internal/runtime/pipeline"
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/mcpserver"
 )
@@ -144,11 +145,11 @@ func (h *toolHub) task(t testing.TB, state string) (int64, string) {
 		return tk.ID, ""
 	}
 	if state == "STOPPED" {
-		_, _, err := h.store.Tasks.Stop(c, tk.ID, "fuzz", "held", cks.DefaultAbortDeadline)
+		_, err := h.store.Tasks.StopTask(c, ledger.StopParams{ID: tk.ID, Actor: "fuzz", Reason: "held", Deadline: cks.DefaultAbortDeadline})
 		must(err)
 		return tk.ID, ""
 	}
-	ts, err := h.store.Tasks.Claim(c, "fuzz-worker", []string{typ}, 1, time.Hour)
+	ts, err := h.store.Tasks.Claim(c, ledger.ClaimParams{Worker: "fuzz-worker", Types: []string{typ}, N: 1, Lease: time.Hour})
 	must(err)
 	if len(ts) != 1 {
 		t.Fatalf("set up a %s task: claimed %d", state, len(ts))

@@ -21,6 +21,7 @@ import (
 	"github.com/cks-dev/cks/internal/driver/sqlite"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/studio"
 )
@@ -213,17 +214,18 @@ func enqueue(t *testing.T, s *backend.Backend, typ, title string) cks.Task {
 
 func claim(t *testing.T, s *backend.Backend, typ string) cks.ClaimedTask {
 	t.Helper()
-	ts, err := s.Tasks.Claim(context.Background(), "worker-1", []string{typ}, 1, time.Hour)
+	ts, err := s.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "worker-1", Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim %s: %v, %d tasks", typ, err, len(ts))
 	}
 	return ts[0]
 }
 
-func move(t *testing.T, s *backend.Backend, id int64, to cks.TaskState) {
+// hold stops task id as an operator does, "held for inspection".
+func hold(t *testing.T, s *backend.Backend, id int64) {
 	t.Helper()
-	if _, err := s.Tasks.Transition(context.Background(), id, to, "operator", "held for inspection"); err != nil {
-		t.Fatalf("task %d → %s: %v", id, to, err)
+	if _, err := s.Tasks.StopTask(context.Background(), ledger.StopParams{ID: id, Actor: "operator", Reason: "held for inspection"}); err != nil {
+		t.Fatalf("stop task %d: %v", id, err)
 	}
 }
 
@@ -243,7 +245,7 @@ func TestTaskBoardSections(t *testing.T) {
 	ctx := context.Background()
 	open := enqueue(t, e.store, "plain", "Just open")
 	oldStop := enqueue(t, e.store, "plain", "Stopped long ago")
-	move(t, e.store, oldStop.ID, cks.TaskStopped)
+	hold(t, e.store, oldStop.ID)
 	ask := enqueue(t, e.store, "ask", "Needs a human")
 	c := claim(t, e.store, "ask")
 	if _, err := e.store.Tasks.RequestInput(ctx, ask.ID, c.LeaseToken, "Which <b>bucket</b> should I use?"); err != nil {
@@ -256,7 +258,7 @@ func TestTaskBoardSections(t *testing.T) {
 	}
 	e.clock.Advance(25 * time.Hour)
 	newStop := enqueue(t, e.store, "plain", "Stopped just now")
-	move(t, e.store, newStop.ID, cks.TaskStopped)
+	hold(t, e.store, newStop.ID)
 	e.clock.Advance(time.Minute)
 
 	page := get(t, e.h, "/tasks")
@@ -388,7 +390,7 @@ func TestTaskPage(t *testing.T) {
 func TestTaskPageStaleStopAndNotFound(t *testing.T) {
 	e := newFullEnv(t)
 	task := enqueue(t, e.store, "plain", "Held")
-	move(t, e.store, task.ID, cks.TaskStopped)
+	hold(t, e.store, task.ID)
 	e.clock.Advance(48 * time.Hour)
 	r := get(t, e.h, fmt.Sprintf("/tasks/%d", task.ID))
 	wantHTML(t, r, http.StatusOK)
@@ -510,7 +512,7 @@ func TestTaskBoardCountsInOneRead(t *testing.T) {
 		t.Errorf("a board without STOPPED tasks made %d count reads, want 1", n)
 	}
 	held := enqueue(t, e.store, "plain", "Held")
-	move(t, e.store, held.ID, cks.TaskStopped)
+	hold(t, e.store, held.ID)
 	e.clock.Advance(25 * time.Hour)
 	page = get(t, h, "/tasks")
 	mustContain(t, "board", page.body, `STOPPED <span class="chip__n">1</span>`, `OPEN <span class="chip__n">1</span>`,
@@ -604,7 +606,7 @@ func TestTaskBoardNamesUnclaimedTypes(t *testing.T) {
 func TestTaskBoardRowSaysWhoStopped(t *testing.T) {
 	e := newFullEnv(t)
 	held := enqueue(t, e.store, "plain", "Held by an operator")
-	if _, _, err := e.store.Tasks.Stop(context.Background(), held.ID, "ops-alice", "waiting on the <vendor>", time.Minute); err != nil {
+	if _, err := e.store.Tasks.StopTask(context.Background(), ledger.StopParams{ID: held.ID, Actor: "ops-alice", Reason: "waiting on the <vendor>", Deadline: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	enqueue(t, e.store, "plain", "Still open")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/surface/studio"
 )
 
@@ -25,7 +26,7 @@ func TestChartsPage(t *testing.T) {
 		}
 	}
 	e.clock.Advance(90 * time.Second)
-	claimed, err := e.store.Tasks.Claim(ctx, "w", []string{"chart"}, 2, time.Hour)
+	claimed, err := e.store.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"chart"}, N: 2, Lease: time.Hour})
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claim: %+v, %v", claimed, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
@@ -75,38 +76,11 @@ type contrast struct {
 	Ratio float64 `json:"ratio"`
 }
 
-// taskIn makes a task of type "contrast" in state to: enqueued OPEN, then
-// moved through the transition table by the shortest path (the ledger's
-// Transition, as the conformance suite does).
+// taskIn makes a task in state to through real operations
+// (backendtest.Into), of a type of its own, "contrast-" and the state.
 func taskIn(t testing.TB, b *backend.Backend, to cks.TaskState) {
 	t.Helper()
-	ctx := context.Background()
-	task, _, err := b.Tasks.Enqueue(ctx, cks.NewTask{Type: "contrast", Title: "a task " + strings.ToLower(string(to))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := ledger.Transitions()
-	prev := map[cks.TaskState]cks.TaskState{}
-	queue := []cks.TaskState{cks.TaskOpen}
-	for len(queue) > 0 && to != cks.TaskOpen {
-		at := queue[0]
-		queue = queue[1:]
-		for _, next := range table[at] {
-			if _, seen := prev[next]; !seen && next != cks.TaskOpen {
-				prev[next] = at
-				queue = append(queue, next)
-			}
-		}
-	}
-	var path []cks.TaskState
-	for s := to; s != cks.TaskOpen; s = prev[s] {
-		path = append([]cks.TaskState{s}, path...)
-	}
-	for _, s := range path {
-		if _, err := b.Tasks.Transition(ctx, task.ID, s, "operator", "for the contrast test"); err != nil {
-			t.Fatalf("task %d → %s: %v", task.ID, s, err)
-		}
-	}
+	backendtest.Into(t, b, to, "contrast-"+strings.ToLower(string(to)))
 }
 
 // TestBrowserContrast: every button, state badge, status, chip and link of
@@ -123,7 +97,7 @@ func TestBrowserContrast(t *testing.T) {
 			taskIn(t, b, st)
 		}
 		enqueue(t, b, "aborted", "a task whose abort is pending")
-		claimed, err := b.Tasks.Claim(context.Background(), "worker-1", []string{"aborted"}, 1, time.Hour)
+		claimed, err := b.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "worker-1", Types: []string{"aborted"}, N: 1, Lease: time.Hour})
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}

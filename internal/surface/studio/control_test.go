@@ -23,7 +23,7 @@ func running(t *testing.T, s *backend.Backend, typ, title, worker string) cks.Cl
 	t.Helper()
 	ctx := context.Background()
 	task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: typ, Title: title, AcceptanceCriteria: "the old criteria"})
-	ts, err := s.Tasks.Claim(ctx, worker, []string{typ}, 1, time.Hour)
+	ts, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: time.Hour})
 	if err != nil || len(ts) != 1 || ts[0].ID != task.ID {
 		t.Fatalf("claim %s: %v, %+v", typ, err, ts)
 	}
@@ -35,11 +35,26 @@ func running(t *testing.T, s *backend.Backend, typ, title, worker string) cks.Cl
 
 func stop(t *testing.T, s *backend.Backend, id int64, reason string) *cks.Abort {
 	t.Helper()
-	_, ab, err := s.Tasks.Stop(context.Background(), id, "operator", reason, time.Minute)
+	stopped, err := s.Tasks.StopTask(context.Background(), ledger.StopParams{ID: id, Actor: "operator", Reason: reason, Deadline: time.Minute})
+	ab := stopped.Abort
 	if err != nil {
 		t.Fatalf("stop %d: %v", id, err)
 	}
 	return ab
+}
+
+// expire lets the deadline of the abort ab of task id pass unconfirmed, as
+// the lease reaper settles it (ExpireAborts at the deadline, which settles
+// every abort due by then), and checks that the task shows it unconfirmed.
+func expire(t *testing.T, s *backend.Backend, id int64, ab *cks.Abort) {
+	t.Helper()
+	if _, err := s.Tasks.ExpireAborts(context.Background(), ab.DeadlineAt); err != nil {
+		t.Fatalf("expire the abort of task %d: %v", id, err)
+	}
+	task, err := s.Tasks.GetTask(context.Background(), id)
+	if err != nil || task.LastAbort == nil || task.LastAbort.ID != ab.ID || task.LastAbort.Outcome != cks.AbortUnconfirmed {
+		t.Fatalf("task %d after its abort's deadline: last abort %+v, %v; want %d unconfirmed", id, task.LastAbort, err, ab.ID)
+	}
 }
 
 // before reports whether a occurs in body before b (both must occur).
@@ -70,7 +85,6 @@ func rowOf(t *testing.T, body string, id int64) string {
 // executor that may still be running) or still pending.
 func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	e := newFullEnv(t)
-	ctx := context.Background()
 	open := enqueue(t, e.store, "plain", "Still open")
 	idle := enqueue(t, e.store, "plain", "Held before it ran")
 	stop(t, e.store, idle.ID, "wait for the quarter")
@@ -80,9 +94,7 @@ func TestBoardStoppedFirstWithDurationAndAbortFlags(t *testing.T) {
 	if ab == nil || ab.Outcome != cks.AbortPending {
 		t.Fatalf("stop of a running task: abort %+v, want pending", ab)
 	}
-	if got, err := e.store.Tasks.ResolveAbort(ctx, ab.ID); err != nil || got.Outcome != cks.AbortUnconfirmed {
-		t.Fatalf("resolve: %+v, %v", got, err)
-	}
+	expire(t, e.store, gone.ID, ab)
 	e.clock.Advance(90 * time.Minute)
 	slow := running(t, e.store, "slow", "Executor still answering", "worker-slow")
 	stop(t, e.store, slow.ID, "pause")
@@ -171,7 +183,7 @@ func TestTaskPageSeparatesCurrentAttemptFromHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)
-	ts, err := e.store.Tasks.Claim(ctx, "worker-2", []string{"build"}, 1, time.Hour)
+	ts, err := e.store.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "worker-2", Types: []string{"build"}, N: 1, Lease: time.Hour})
 	if err != nil || len(ts) != 1 {
 		t.Fatalf("claim after start: %v %+v", err, ts)
 	}
@@ -324,7 +336,7 @@ func TestTaskPageSaysWhoMovedIt(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend.Backend) {
 		h := taskStudio(b)
 		held := backendtest.MustEnqueue(t, b, cks.NewTask{Type: "build", Title: "held"})
-		if _, _, err := b.Tasks.Stop(context.Background(), held.ID, "night-operator", "freeze window", cks.DefaultAbortDeadline); err != nil {
+		if _, err := b.Tasks.StopTask(context.Background(), ledger.StopParams{ID: held.ID, Actor: "night-operator", Reason: "freeze window", Deadline: cks.DefaultAbortDeadline}); err != nil {
 			t.Fatal(err)
 		}
 		r := get(t, h, fmt.Sprintf("/tasks/%d", held.ID))

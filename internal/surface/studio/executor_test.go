@@ -1,7 +1,6 @@
 package studio_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -23,9 +22,7 @@ func unconfirmedStop(t *testing.T, b *backend.Backend, typ, worker string) int64
 	t.Helper()
 	c := running(t, b, typ, "Runs away", worker)
 	ab := stop(t, b, c.ID, "runaway")
-	if got, err := b.Tasks.ResolveAbort(context.Background(), ab.ID); err != nil || got.Outcome != cks.AbortUnconfirmed {
-		t.Fatalf("resolve: %+v, %v", got, err)
-	}
+	expire(t, b, c.ID, ab)
 	return c.ID
 }
 
