@@ -398,7 +398,7 @@ func TestClaimProbesLeasesOncePerMinLease(t *testing.T) {
 		}
 		claim := func(lease time.Duration) cks.ClaimedTask {
 			t.Helper()
-			got, err := s.Tasks.ClaimWith(ctx, ledger.ClaimParams{Worker: "w", N: 1, Lease: lease})
+			got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 1, Lease: lease})
 			if err != nil || len(got) != 1 {
 				t.Fatalf("claim: %v, %v", got, err)
 			}
