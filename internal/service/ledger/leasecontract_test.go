@@ -1,16 +1,20 @@
 package ledger_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/config"
+	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
@@ -354,4 +358,67 @@ func testRenewedLeaseRunsFromRenewal(t *testing.T, open backendtest.Opener) {
 	if ts, err := s.Tasks.Claim(ctx(t), ledger.ClaimParams{Worker: "other", Types: []string{"job"}, N: 1, Lease: time.Minute}); err != nil || len(ts) != 1 {
 		t.Fatalf("claim once the renewed lease ended = %+v, %v; want the task", ts, err)
 	}
+}
+
+// probeCounter is a driver that counts the claims' probes for expired
+// leases (TaskLeaseExpired outside a transaction). It hides SQLite's
+// serial writes, so the ledger probes on either driver.
+type probeCounter struct {
+	driver.Driver
+	n atomic.Int64
+}
+
+func (p *probeCounter) Executor() driver.Executor { return probeExec{p.Driver.Executor(), &p.n} }
+
+type probeExec struct {
+	driver.Executor
+	n *atomic.Int64
+}
+
+func (e probeExec) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpiredParams) ([]driver.TaskRow, error) {
+	e.n.Add(1)
+	return e.Executor.TaskLeaseExpired(ctx, p)
+}
+
+// TestClaimProbesLeasesOncePerMinLease (both drivers): the claim's probe for
+// expired leases spares the claims of the next MinLease when no lease
+// expires before then, and a lease that does is still taken back by the
+// first claim after it expired.
+func TestClaimProbesLeasesOncePerMinLease(t *testing.T) {
+	backendtest.ForEachDriver(t, func(t *testing.T, open backendtest.DriverOpener) {
+		ctx := context.Background()
+		c := clock.NewFake(backendtest.T0)
+		probes := &probeCounter{Driver: open(t, driver.WithClock(c))}
+		s := backend.New(probes, driver.WithClock(c))
+		t.Cleanup(func() { s.Close() })
+		for i := range 12 {
+			if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: "t", Title: fmt.Sprint(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claim := func(lease time.Duration) cks.ClaimedTask {
+			t.Helper()
+			got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 1, Lease: lease})
+			if err != nil || len(got) != 1 {
+				t.Fatalf("claim: %v, %v", got, err)
+			}
+			return got[0]
+		}
+		for range 10 {
+			claim(time.Hour)
+		}
+		if n := probes.n.Load(); n != 1 {
+			t.Fatalf("10 claims in one instant probed %d times, want 1", n)
+		}
+		c.Advance(ledger.MinLease)
+		short := claim(ledger.MinLease) // probes: nothing expires within MinLease
+		if n := probes.n.Load(); n != 2 {
+			t.Fatalf("a claim MinLease later probed %d times in all, want 2", n)
+		}
+		c.Advance(ledger.MinLease) // the short lease expired unrenewed
+		if again := claim(time.Hour); again.ID != short.ID || again.Attempts != 2 {
+			t.Fatalf("the claim after the short lease expired took task %d (attempt %d), want %d back (attempt 2)",
+				again.ID, again.Attempts, short.ID)
+		}
+	})
 }
