@@ -209,7 +209,7 @@ func pathTo(target cks.TaskState) []cks.TaskState {
 			return path
 		}
 		for _, next := range ledger.All {
-			if _, seen := prev[next]; !ledger.Allowed(cur, next) || seen {
+			if _, seen := prev[next]; ledger.Allowed(cur, next) && !seen {
 				prev[next] = cur
 				queue = append(queue, next)
 			}
