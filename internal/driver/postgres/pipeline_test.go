@@ -20,8 +20,11 @@ import (
 	"github.com/cks-dev/cks/internal/waitfor"
 )
 
-// tripConn counts round trips on a connection: a read after a write is
-// one (the client sent something and now waits for its answer).
+// tripConn counts round trips on a connection: a write that follows an
+// answer (or is the first) is one (the client sends again after it heard
+// back). Counted at the write, not at the read after it: pgconn may have a
+// read in flight while it writes (its background reader), which a count at
+// the read's start would miss.
 type tripConn struct {
 	net.Conn
 	trips *atomic.Int64
@@ -31,19 +34,22 @@ type tripConn struct {
 
 func (c *tripConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	c.wrote = true
+	if !c.wrote {
+		c.wrote = true
+		c.trips.Add(1)
+	}
 	c.mu.Unlock()
 	return c.Conn.Write(p)
 }
 
 func (c *tripConn) Read(p []byte) (int, error) {
-	c.mu.Lock()
-	if c.wrote {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.mu.Lock()
 		c.wrote = false
-		c.trips.Add(1)
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
-	return c.Conn.Read(p)
+	return n, err
 }
 
 // openCounting opens a Driver on url with one pool connection whose round
