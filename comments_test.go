@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -36,16 +35,7 @@ func TestCommentsNameWhatExists(t *testing.T) {
 	decls := map[string]map[string]bool{} // package name -> its top-level names
 	type text struct{ where, body string }
 	var texts []text
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := walkFiles(func(path string) error {
 		if !strings.HasSuffix(path, ".go") {
 			return nil
 		}

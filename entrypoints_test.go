@@ -9,7 +9,6 @@ import (
 	"go/token"
 	"go/types"
 	"io"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
@@ -124,17 +123,8 @@ func scanEntryPoints(t *testing.T) (exported map[string]string, used map[string]
 	t.Helper()
 	exported, used = map[string]string{}, map[string]bool{}
 	var roots []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Name() == "go.mod" {
+	err := walkFiles(func(path string) error {
+		if filepath.Base(path) == "go.mod" {
 			roots = append(roots, filepath.Dir(path))
 		}
 		return nil

@@ -1,9 +1,7 @@
 package cks_test
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,16 +12,7 @@ import (
 // product file that makes a discarding logger breaks it; tests and the
 // benchmarks, which silence what they measure, may.
 func TestNilLoggerIsDefault(t *testing.T) {
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules" || name == "bench") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := walkFiles(func(path string) error {
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
@@ -35,7 +24,7 @@ func TestNilLoggerIsDefault(t *testing.T) {
 			t.Errorf("%s makes a discarding logger: a nil logger is slog.Default()", path)
 		}
 		return nil
-	})
+	}, "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
