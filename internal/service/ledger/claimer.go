@@ -216,9 +216,7 @@ func (s *Service) leaseMayHaveExpired(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	horizon := now.Add(MinLease)
-	rows, err := s.db.Executor().TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{
-		States: strs(leasedStates[:]), Excluded: strs(DispatchExcluded[:]),
-		ExpiredAt: horizon, RenewedBefore: horizon, Limit: 1})
+	rows, err := s.db.Executor().TaskLeaseExpired(ctx, leasesExpiringBy(horizon, 1))
 	if err != nil {
 		return false, err
 	}

@@ -1245,14 +1245,19 @@ func (s *Service) ReclaimExpired(ctx context.Context, now time.Time) (int, error
 // claim's probe for them. full reports that the read was cut at limit.
 func expiredLeases(ctx context.Context, ex driver.Executor, now time.Time, limit int) (rows []driver.TaskRow, full bool, err error) {
 	// The query selects lease_expires_at <= now; leaseLive decides.
-	rows, err = ex.TaskLeaseExpired(ctx, driver.TaskLeaseExpiredParams{
-		States: strs(leasedStates[:]), Excluded: strs(DispatchExcluded[:]),
-		ExpiredAt: now, RenewedBefore: now, Limit: limit})
+	rows, err = ex.TaskLeaseExpired(ctx, leasesExpiringBy(now, limit))
 	if err != nil {
 		return nil, false, err
 	}
 	full = len(rows) == limit
 	return slices.DeleteFunc(rows, func(r driver.TaskRow) bool { return leaseLive(r, now) }), full, nil
+}
+
+// leasesExpiringBy selects up to limit tasks in a leased state (never a
+// dispatch-excluded one) whose lease expires unrenewed by at.
+func leasesExpiringBy(at time.Time, limit int) driver.TaskLeaseExpiredParams {
+	return driver.TaskLeaseExpiredParams{States: strs(leasedStates[:]), Excluded: strs(DispatchExcluded[:]),
+		ExpiredAt: at, RenewedBefore: at, Limit: limit}
 }
 
 // reclaimExpired takes back, in ex's transaction, one batch of the leases
