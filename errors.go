@@ -1,6 +1,7 @@
 package cks
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -32,6 +33,29 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
 	}
 	return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.Code, e.Status)
+}
+
+// Is makes an error answer match the sentinel its code stands for, as the
+// error the hub answered with did: lease_lost matches ErrLeaseLost (and so
+// ErrConflict), conflict ErrConflict, not_found ErrNotFound and
+// invalid_argument ErrInvalid. So code written against the ledger's
+// errors (an executor's "the lease is gone: stop") reads a client's
+// answers alike.
+func (e *Error) Is(target error) bool {
+	var code error
+	switch e.Code {
+	case CodeLeaseLost:
+		code = ErrLeaseLost
+	case CodeConflict:
+		code = ErrConflict
+	case CodeNotFound:
+		code = ErrNotFound
+	case CodeInvalidArgument:
+		code = ErrInvalid
+	default:
+		return false
+	}
+	return errors.Is(code, target)
 }
 
 // saysWords reports whether text holds phrase as whole words: not inside

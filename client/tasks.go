@@ -78,8 +78,24 @@ func (c *Client) MarkRunning(ctx context.Context, id int64, leaseToken string) (
 
 // Touch renews a lease and reports whether it is still held.
 func (c *Client) Touch(ctx context.Context, id int64, leaseToken string) (bool, error) {
-	out, err := Do(ctx, c, cks.OpTouchTask, lease(id, leaseToken))
+	out, err := c.Heartbeat(ctx, id, leaseToken)
 	return out.Held, err
+}
+
+// Heartbeat is Touch with touch_task's whole answer: whether the lease is
+// still held and, when it is not, whether an operator's abort names it (a
+// stop or update waits for ConfirmAbort). A lost lease is an answer, not an
+// error, as the ledger's Heartbeat answers it.
+func (c *Client) Heartbeat(ctx context.Context, id int64, leaseToken string) (cks.TouchResult, error) {
+	return Do(ctx, c, cks.OpTouchTask, lease(id, leaseToken))
+}
+
+// LeaseHeld reports whether the lease is still held. The API has no read
+// of a lease alone, so it asks by a heartbeat, which renews the lease when
+// it is. With it and Heartbeat a Client is the store of an executor that
+// runs claimed tasks over HTTP (the worker package's Store).
+func (c *Client) LeaseHeld(ctx context.Context, id int64, leaseToken string) (bool, error) {
+	return c.Touch(ctx, id, leaseToken)
 }
 
 // AddEvidence records evidence for the current attempt.

@@ -30,6 +30,9 @@ import (
 var cksBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(goWorkerEnv) != "" {
+		os.Exit(goWorkerMain()) // a scenario's Go worker process, not a test run
+	}
 	dir, err := os.MkdirTemp("", "cks-bin-")
 	if err != nil {
 		panic(err)

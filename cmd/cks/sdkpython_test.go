@@ -32,10 +32,13 @@ func runPython(t testing.TB, py, dir string, env []string, args ...string) (stdo
 // TestPythonSDK runs sdk/python's unittest suite against a real hub, on
 // both backends, with the hub's URL and admin token in CKS_URL and
 // CKS_TOKEN: the client's typed errors and fencing, the worker's claims,
-// heartbeats, aborts and liveness. A suite that skipped its hub tests fails
-// here. On SQLite it also holds sdk/python/cks/_operations.py to the hub's
-// operations: the table tools/gen_operations.py makes from the hub's
-// /v1/openapi.json must be the checked-in one.
+// heartbeats, aborts and liveness — and the scenario table
+// (sdk/scenarios.json): every scenario must have passed ("scenario ID ok"
+// on the suite's output), and none be named that the table lacks. A suite
+// that skipped its hub tests fails here. On SQLite it also holds
+// sdk/python/cks/_operations.py to the hub's operations: the table
+// tools/gen_operations.py makes from the hub's /v1/openapi.json must be the
+// checked-in one.
 func TestPythonSDK(t *testing.T) {
 	py := python3(t)
 	sdk, err := filepath.Abs(filepath.Join("..", "..", "sdk", "python"))
@@ -44,15 +47,16 @@ func TestPythonSDK(t *testing.T) {
 	}
 	t.Run("mypy", func(t *testing.T) { checkTypes(t, sdk) })
 	forBackends(t, func(t *testing.T, db testDB) {
-		h := startHub(t, "serve", "--database", db.url)
+		h := startHubEnv(t, "serve", scenarioHubEnv, "--database", db.url)
 		if db.backend == "sqlite" {
 			checkOperationTable(t, py, sdk, h)
 		}
-		_, out := runPython(t, py, sdk, []string{"CKS_URL=" + h.url, "CKS_TOKEN=" + h.token},
+		marks, out := runPython(t, py, sdk, []string{"CKS_URL=" + h.url, "CKS_TOKEN=" + h.token},
 			"-m", "unittest", "discover", "-s", "tests", "-v")
 		if strings.Contains(out, "skipped") || !strings.Contains(out, "\nOK") {
 			t.Fatalf("the Python SDK's tests did not all run and pass:\n%s", out)
 		}
+		holdToTable(t, "Python", scenarioMarks(marks))
 	})
 }
 

@@ -52,8 +52,10 @@ func runIn(t testing.TB, dir string, env []string, name string, args ...string) 
 // (tsc, strict) and type-checks its tests, then runs its node:test suite
 // against a real hub on both backends, with the hub's URL and admin token in
 // CKS_URL and CKS_TOKEN: the client's typed errors, retries and fencing, the
-// worker's claims, heartbeats, aborts and liveness. A suite that skipped or
-// failed any test fails here. On SQLite it also holds src/openapi.d.ts and
+// worker's claims, heartbeats, aborts and liveness — and the scenario table
+// (sdk/scenarios.json): every scenario must have passed ("# scenario ID ok"
+// in the TAP output), and none be named that the table lacks. A suite that
+// skipped or failed any test fails here. On SQLite it also holds src/openapi.d.ts and
 // src/operations.ts to the hub: what tools/generate.mjs makes of the hub's
 // /v1/openapi.json must be the checked-in files.
 func TestTypeScriptSDK(t *testing.T) {
@@ -63,7 +65,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	runIn(t, sdk, nil, "npm", "run", "build")
 	runIn(t, sdk, nil, "npm", "run", "build:test")
 	forBackends(t, func(t *testing.T, db testDB) {
-		h := startHub(t, "serve", "--database", db.url)
+		h := startHubEnv(t, "serve", scenarioHubEnv, "--database", db.url)
 		if db.backend == "sqlite" {
 			checkGenerated(t, sdk, h)
 		}
@@ -74,6 +76,7 @@ func TestTypeScriptSDK(t *testing.T) {
 			!strings.Contains(out, "\n# cancelled 0\n") || !strings.Contains(out, "\n# todo 0\n") {
 			t.Fatalf("the TypeScript SDK's tests did not all run and pass:\n%s", out)
 		}
+		holdToTable(t, "TypeScript", scenarioMarks(out))
 	})
 }
 

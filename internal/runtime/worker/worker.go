@@ -24,7 +24,8 @@ import (
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
-// Store is the part of the ledger an executor uses.
+// Store is the part of the ledger an executor uses: the ledger itself, or
+// package client's Client for an executor over HTTP.
 type Store interface {
 	MarkRunning(ctx context.Context, id int64, leaseToken string) (cks.Task, error)
 	Heartbeat(ctx context.Context, id int64, leaseToken string) (cks.TouchResult, error)

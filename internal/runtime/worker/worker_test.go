@@ -398,6 +398,35 @@ func TestHeartbeatFindsLostLease(t *testing.T) {
 	})
 }
 
+// TestHeartbeatDeliversAStop: with no change watch (an executor over
+// HTTP, whose store is package client's Client), an operator's stop reaches
+// the resolver through the heartbeat, which answers the lease not held: the
+// resolver is cancelled at the next beat and the executor confirms the
+// abort.
+func TestHeartbeatDeliversAStop(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		task := claim(t, st, cks.NewTask{Title: "over HTTP"}, "agent-http")
+		c := clock.NewFake(backendtest.T0)
+		ex := worker.New(st.Tasks, worker.Options{Heartbeat: 5 * time.Millisecond, Clock: c})
+		started := make(chan struct{})
+		rep := runAsync(t, ex, task, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+			close(started)
+			<-ctx.Done()
+			return worker.Result{}, ctx.Err()
+		})
+		wait(t, started, "the resolver to start")
+		res, err := st.Tasks.StopTask(ctx(t), ledger.StopParams{ID: task.ID, Actor: "operator", Reason: "investigate"})
+		if err != nil || res.Abort == nil {
+			t.Fatalf("stop: %+v, %v", res, err)
+		}
+		beat(t, c, 5*time.Millisecond)
+		if r := report(t, rep); r.Outcome != worker.Aborted || r.Abort == nil || r.Abort.ID != res.Abort.ID || r.Abort.Outcome != cks.AbortConfirmed {
+			t.Fatalf("report %+v, want the stop's abort confirmed", r)
+		}
+	})
+}
+
 // beat waits until the heartbeat waits on c and moves c by d.
 func beat(t testing.TB, c *clock.Fake, d time.Duration) {
 	t.Helper()

@@ -2,16 +2,57 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import unittest
 import uuid
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 from cks import Client, Worker
 
 DEADLINE_S = 30.0
+
+# Short settings keep the tests quick; the waits are on conditions, with DEADLINE_S to spare.
+FAST: dict[str, Any] = {"lease_s": 6.0, "liveness_interval_s": 1.0, "claim_wait_s": 2.0}
+
+# The scenario table every client must pass (sdk/scenarios.json): its ids.
+SCENARIOS = frozenset(s["id"] for s in json.loads(
+    (Path(__file__).resolve().parents[2] / "scenarios.json").read_text(encoding="utf-8"))["scenarios"])
+
+TestMethod = TypeVar("TestMethod", bound=Callable[..., None])
+
+
+def scenario(id: str) -> Callable[[TestMethod], TestMethod]:
+    """Mark a test as scenario ``id`` of sdk/scenarios.json: once its body has passed it prints
+    ``scenario ID ok``, which TestPythonSDK (cmd/cks) holds to the table. An id the table does not
+    have is refused here, so the suite fails to load."""
+    if id not in SCENARIOS:
+        raise ValueError(f"scenario {id!r} is not in sdk/scenarios.json")
+
+    def mark(test: TestMethod) -> TestMethod:
+        @functools.wraps(test)
+        def run(self: unittest.TestCase, *args: Any, **kwargs: Any) -> None:
+            test(self, *args, **kwargs)
+            print(f"scenario {id} ok", flush=True)
+
+        return run  # type: ignore[return-value]
+
+    return mark
+
+
+def worker_process(kind: str, task_type: str, *args: str) -> subprocess.Popen[str]:
+    """tests/worker_process.py (a Worker of kind for task_type in a process of its own) run with args,
+    its output piped; the caller ends it."""
+    script = Path(__file__).resolve().parent / "worker_process.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.Popen([sys.executable, str(script), kind, task_type, *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def hub_client(test: unittest.TestCase) -> Client:

@@ -1,11 +1,12 @@
-"""Client against a real hub: typed errors, query encoding, the generic call, fencing."""
+"""Client against a real hub: typed errors, query encoding, the generic call, fencing (a scenario of sdk/scenarios.json)."""
 
 from __future__ import annotations
 
 import unittest
+from typing import Any
 
 from cks import Conflict, InvalidArgument, NotFound, Unauthorized
-from hubtest import hub_client, unique
+from hubtest import hub_client, scenario, unique, wait_for
 
 
 class ClientTest(unittest.TestCase):
@@ -54,24 +55,32 @@ class ClientTest(unittest.TestCase):
         open_only = self.client.list_tasks(type=t, state="OPEN")
         self.assertEqual([x["task_id"] for x in open_only["tasks"]], [a])
 
+    @scenario("zombie-refused")
     def test_zombie_completion_is_refused(self) -> None:
-        """A completion under a lease the hub revoked (the task was stopped) raises Conflict, lease_lost."""
+        """A completion under a lease that ran out unrenewed, and that another claim took back, raises Conflict
+        (lease_lost) and changes nothing."""
         t = unique("sdk-zombie")
         task_id = self.client.create_task(t)["task"]["task_id"]
-        claimed = self.client.claim_tasks([t], lease_s=60, running=True)
+        claimed = self.client.claim_tasks([t], lease_s=1, running=True, worker="zombie")
         self.assertEqual([x["task_id"] for x in claimed["tasks"]], [task_id])
         token = claimed["tasks"][0]["lease_token"]
-        self.assertEqual(self.client.touch_task(task_id, token), {"held": True, "abort_requested": False})
-        stop = self.client.stop_task(task_id, "operator stop", wait=False)
-        self.assertEqual(stop["task"]["state"], "STOPPED")
-        self.assertEqual(self.client.touch_task(task_id, token), {"held": False, "abort_requested": True})
+        holder: list[dict[str, Any]] = []
+
+        def taken_back() -> bool:
+            holder[:] = self.client.claim_tasks([t], lease_s=60, running=True, worker="holder")["tasks"]
+            return bool(holder)
+
+        # The lease of a second runs out unrenewed; the next claim (or the reaper first) takes the task back.
+        wait_for("another claim to take the task back", taken_back)
+        self.assertEqual(self.client.touch_task(task_id, token), {"held": False, "abort_requested": False})
         with self.assertRaises(Conflict) as cm:
             self.client.complete_task(task_id, token, "late result")
         self.assertEqual((cm.exception.status, cm.exception.code), (409, "lease_lost"))
         got = self.client.get_task(task_id)
-        self.assertEqual(got["state"], "STOPPED")
+        self.assertEqual((got["state"], got["claimed_by"]), ("RUNNING", "holder"))
         self.assertNotEqual(got.get("result"), "late result")
-
+        self.client.complete_task(task_id, holder[0]["lease_token"], "done")
+        self.assertEqual(self.client.get_task(task_id)["result"], "done")
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,8 +1,8 @@
-// Client against a real hub: typed errors, query encoding, the generic call, fencing.
+// Client against a real hub: typed errors, query encoding, the generic call, fencing (a scenario of sdk/scenarios.json).
 
 import assert from "node:assert/strict";
 import { Client, Conflict, InvalidArgument, NotFound, Unauthorized } from "../src/index.js";
-import { hubClient, hubTest, unique } from "./hub.js";
+import { hubClient, hubTest, scenarioTest, unique, waitFor } from "./hub.js";
 
 const client = hubClient();
 
@@ -60,23 +60,29 @@ hubTest("list_tasks repeats list filters", async () => {
   assert.deepEqual((openOnly.tasks ?? []).map((x) => x.task_id), [a]);
 });
 
-hubTest("a zombie's completion is refused", async () => {
-  // A completion under a lease the hub revoked (the task was stopped) rejects with Conflict, lease_lost.
+scenarioTest("zombie-refused", "a zombie's completion is refused", async () => {
+  // A completion under a lease that ran out unrenewed, and that another claim took back, rejects with Conflict
+  // (lease_lost) and changes nothing.
   const t = unique("ts-zombie");
   const taskId = (await client.createTask(t)).task.task_id;
-  const claimed = await client.claimTasks({ types: [t], lease_s: 60, running: true });
+  const claimed = await client.claimTasks({ types: [t], lease_s: 1, running: true, worker: "zombie" });
   assert.deepEqual(claimed.tasks.map((x) => x.task_id), [taskId]);
   const token = claimed.tasks[0]!.lease_token;
-  assert.deepEqual(await client.touchTask(taskId, token), { held: true, abort_requested: false });
-  const stop = await client.stopTask(taskId, "operator stop", { wait: false });
-  assert.equal(stop.task.state, "STOPPED");
-  assert.deepEqual(await client.touchTask(taskId, token), { held: false, abort_requested: true });
+  // The lease of a second runs out unrenewed; the next claim (or the reaper first) takes the task back.
+  let holder: string | undefined;
+  await waitFor("another claim to take the task back", async () => {
+    holder = (await client.claimTasks({ types: [t], lease_s: 60, running: true, worker: "holder" })).tasks[0]?.lease_token;
+    return holder !== undefined;
+  });
+  assert.deepEqual(await client.touchTask(taskId, token), { held: false, abort_requested: false });
   await assert.rejects(client.completeTask(taskId, token, "late result"), (err: unknown) => {
     assert.ok(err instanceof Conflict);
     assert.deepEqual([err.status, err.code], [409, "lease_lost"]);
     return true;
   });
   const got = await client.getTask(taskId);
-  assert.equal(got.state, "STOPPED");
+  assert.deepEqual([got.state, got.claimed_by], ["RUNNING", "holder"]);
   assert.notEqual(got.result, "late result");
+  await client.completeTask(taskId, holder!, "done");
+  assert.equal((await client.getTask(taskId)).result, "done");
 });

@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, test } from "node:test";
 import { Client, Conflict, OPERATIONS, RateLimited, Unavailable } from "../src/index.js";
+import { scenarioTest } from "./hub.js";
 
 /** One scripted answer: status, headers, JSON body; or "drop", the connection closed with no answer. */
 type Answer = { status: number; headers?: Record<string, string>; body?: unknown } | "drop";
@@ -118,4 +119,8 @@ test("the worker's operations are in the table", () => {
   ]) {
     assert.ok(name in OPERATIONS, name);
   }
+});
+
+test("a scenario not in the table is refused", () => {
+  assert.throws(() => scenarioTest("no-such-scenario", "refused", async () => {}), /not in sdk\/scenarios\.json/);
 });

@@ -1,10 +1,9 @@
-// Worker against a real hub: completion, concurrency, operator stops (abort), remote process stop.
+// Worker against a real hub: completion, concurrency, operator stops and updates (abort), a killed worker,
+// remote process stop. The scenarioTest ones are the scenario table's (sdk/scenarios.json).
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { PermanentFailure, type Task, type TaskContext } from "../src/index.js";
-import { DEADLINE_MS, hubClient, hubTest, latch, newWorker, start, unique, waitFor, within } from "./hub.js";
+import { DEADLINE_MS, hubClient, hubTest, latch, newWorker, scenarioTest, start, unique, waitFor, within, workerProcess } from "./hub.js";
 
 const client = hubClient();
 
@@ -16,7 +15,7 @@ async function allIn(ids: number[], want: string): Promise<boolean> {
   return (await Promise.all(ids.map(state))).every((s) => s === want);
 }
 
-hubTest("completes each task once, two at a time", async (t) => {
+scenarioTest("completes", "completes each task once, two at a time", async (t) => {
   const type = unique("ts-sum");
   const ids: number[] = [];
   for (let i = 0; i < 6; i++) ids.push((await client.createTask(type, { payload: { n: i } })).task.task_id);
@@ -50,7 +49,7 @@ hubTest("completes each task once, two at a time", async (t) => {
   assert.ok(row.exited_at, "exited_at is set");
 });
 
-hubTest("claims no more than its slots", async (t) => {
+scenarioTest("slots", "claims no more than its slots", async (t) => {
   const type = unique("ts-slots");
   const ids: number[] = [];
   for (let i = 0; i < 4; i++) ids.push((await client.createTask(type)).task.task_id);
@@ -69,7 +68,7 @@ hubTest("claims no more than its slots", async (t) => {
   await waitFor("four tasks COMPLETED", () => allIn(ids, "COMPLETED"));
 });
 
-hubTest("appears in list_processes", async (t) => {
+scenarioTest("listed-alive", "appears in list_processes", async (t) => {
   const type = unique("ts-seen");
   const worker = newWorker(client).task(type, () => undefined);
   start(t, worker);
@@ -81,7 +80,7 @@ hubTest("appears in list_processes", async (t) => {
   assert.deepEqual([row.process_kind, row.status, row.task_types], [worker.kind, "alive", [type]]);
 });
 
-hubTest("request_process_stop drains and resolves run()", async (t) => {
+scenarioTest("process-stop-drains", "request_process_stop drains and resolves run()", async (t) => {
   // A stop of the worker's kind lets the task in hand finish, then run() resolves and the row reads stopped.
   const type = unique("ts-drain");
   const started = latch();
@@ -107,7 +106,7 @@ hubTest("request_process_stop drains and resolves run()", async (t) => {
   assert.ok(row.exited_at, "exited_at is set");
 });
 
-hubTest("a stop ends a waiting claim", async (t) => {
+scenarioTest("stop-ends-waiting-claim", "a stop ends a waiting claim", async (t) => {
   // A worker long-polling for work hears of its stop from the claim itself (stop_requested): with its next liveness
   // report an hour away, run() resolves once the process is asked to stop. (The hub ends the waiting claim at once,
   // TestClaimForAProcessAskedToStop; were it not to, the next claim would say so, a wait later.)
@@ -119,34 +118,20 @@ hubTest("a stop ends a waiting claim", async (t) => {
   assert.ok(worker.draining);
 });
 
-hubTest("SIGTERM drains a worker process", async (t) => {
+scenarioTest("sigterm-drains", "SIGTERM drains a worker process", async (t) => {
   // A worker in a process of its own drains on SIGTERM: run() resolves, the process exits 0, the row reads stopped.
   const kind = unique("ts-worker");
-  const index = fileURLToPath(new URL("../src/index.js", import.meta.url));
-  const script = `
-    import { Worker } from ${JSON.stringify(index)};
-    const worker = new Worker(undefined, { kind: ${JSON.stringify(kind)}, livenessIntervalS: 1, claimWaitS: 2 });
-    worker.task(${JSON.stringify(unique("ts-sig"))}, () => undefined);
-    await worker.run();
-    console.log("run resolved");
-  `;
-  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "pipe"] });
-  t.after(() => child.kill("SIGKILL"));
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const proc = workerProcess(t, kind, unique("ts-sig"));
   await waitFor("the worker process alive", async () => (await client.processStatus(kind)).status === "alive");
-  child.kill("SIGTERM");
-  const code = await within("the worker process to exit", exited);
-  assert.deepEqual([code, out], [0, "run resolved\n"], err);
+  proc.child.kill("SIGTERM");
+  const { code } = await within("the worker process to exit", proc.exited);
+  assert.deepEqual([code, proc.out()], [0, "run resolved\n"], proc.err());
   const row = await client.processStatus(kind);
-  assert.deepEqual([row.pid, row.status], [child.pid, "stopped"]);
+  assert.deepEqual([row.pid, row.status], [proc.child.pid, "stopped"]);
   assert.ok(row.exited_at, "exited_at is set");
 });
 
-hubTest("stop_task aborts a running handler", async (t) => {
+scenarioTest("stop-task-aborts", "stop_task aborts a running handler", async (t) => {
   const type = unique("ts-abort");
   const started = latch();
   const seen: unknown[] = [];
@@ -169,7 +154,7 @@ hubTest("stop_task aborts a running handler", async (t) => {
   assert.deepEqual(seen, ["abort"]);
 });
 
-hubTest("a handler's error fails the attempt", async (t) => {
+scenarioTest("handler-error-fails", "a handler's error fails the attempt", async (t) => {
   const type = unique("ts-fail");
   const worker = newWorker(client).task(type, () => {
     throw new PermanentFailure("bad input");
@@ -178,6 +163,61 @@ hubTest("a handler's error fails the attempt", async (t) => {
   const taskId = (await client.createTask(type)).task.task_id;
   await waitFor("the task FAILED", async () => (await state(taskId)) === "FAILED");
   assert.equal((await client.getTask(taskId)).last_error, "PermanentFailure: bad input");
+});
+
+scenarioTest("update-restarts", "a material update_task restarts the attempt", async (t) => {
+  // update_task with a new payload stops the running attempt (its handler sees the abort), applies the edit and
+  // starts the task again: the update answers abort_confirmed and the next attempt works the new payload.
+  const type = unique("ts-update");
+  const started = latch();
+  const runs: unknown[] = [];
+  const worker = newWorker(client).task(type, async (task: Task, ctx: TaskContext) => {
+    const { v } = task.payload as { v: number };
+    runs.push(task.payload);
+    if (v === 1) {
+      started.resolve();
+      await within("the abort", new Promise((resolve) => ctx.signal.addEventListener("abort", resolve)));
+      return "v1 should not be recorded";
+    }
+    return `done v${v}`;
+  });
+  start(t, worker);
+  const taskId = (await client.createTask(type, { payload: { v: 1 } })).task.task_id;
+  await within("the handler to start", started.promise);
+  const up = await client.updateTask(taskId, { payload: { v: 2 }, deadline: `${DEADLINE_MS / 1000}s` });
+  assert.deepEqual([up.path, up.abort?.outcome], ["stop_apply_start", "abort_confirmed"]);
+  await waitFor("the task COMPLETED", async () => (await state(taskId)) === "COMPLETED");
+  const got = await client.getTask(taskId);
+  assert.deepEqual([got.result, got.restarts, got.revision], ["done v2", 1, 2]);
+  assert.deepEqual(runs, [{ v: 1 }, { v: 2 }]);
+});
+
+scenarioTest("kill-reclaimed", "a killed worker's task is reclaimed and done once", async (t) => {
+  // kill -9 of a worker process holding a task: once its lease (2 s) runs out the hub's lease reaper takes the task
+  // back (the hubs of TestTypeScriptSDK reap every second) and another worker completes it, once.
+  const type = unique("ts-kill");
+  const kind = unique("ts-worker");
+  const proc = workerProcess(t, kind, type, "--lease-s", "2", "--hold");
+  const taskId = (await client.createTask(type)).task.task_id;
+  await waitFor("the worker process to hold the task", async () => {
+    const got = await client.getTask(taskId);
+    return got.state === "RUNNING" && (got.claimed_by ?? "").startsWith(`${kind}:`);
+  });
+  proc.child.kill("SIGKILL");
+  assert.deepEqual(await within("the killed worker process to exit", proc.exited), { code: null, signal: "SIGKILL" });
+  const calls: number[] = [];
+  const worker = newWorker(client).task(type, (task: Task) => {
+    calls.push(task.id);
+    return "done by the second";
+  });
+  start(t, worker);
+  await waitFor("the task COMPLETED", async () => (await state(taskId)) === "COMPLETED");
+  const got = await client.getTask(taskId);
+  const events = got.events ?? [];
+  const done = events.filter((e) => e.to === "COMPLETED").map((e) => e.actor);
+  const reclaimed = events.some((e) => e.actor === "reaper" && e.reason === "lease expired" && e.from === "RUNNING" && e.to === "OPEN");
+  assert.deepEqual([got.result, calls, done], ["done by the second", [taskId], [worker.name]]);
+  assert.ok(reclaimed, JSON.stringify(events));
 });
 
 hubTest("request_input hands the task to a person", async (t) => {
