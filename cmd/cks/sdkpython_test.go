@@ -22,7 +22,8 @@ func python3(t testing.TB) string {
 	return py
 }
 
-// runPython runs python3 args in dir (runIn) with PYTHONPATH=dir plus env;
+// runPython runs python3 args in dir (runIn) with PYTHONPATH=dir plus env (a
+// PYTHONPATH in env replaces it);
 // no bytecode is written into the repository.
 func runPython(t testing.TB, py, dir string, env []string, args ...string) (stdout, stderr string) {
 	t.Helper()
@@ -45,7 +46,7 @@ func TestPythonSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("mypy", func(t *testing.T) { checkTypes(t, sdk) })
+	t.Run("mypy", func(t *testing.T) { checkTypes(t, sdk, nil, "cks") })
 	forBackends(t, func(t *testing.T, db testDB) {
 		h := startHubEnv(t, "serve", scenarioHubEnv, "--database", db.url)
 		if db.backend == "sqlite" {
@@ -83,19 +84,20 @@ func checkOperationTable(t *testing.T, py, sdk string, h *hubProc) {
 	}
 }
 
-// checkTypes runs mypy in strict mode over the package: Debian's
-// python3-mypy, on whichever python3 has it (.ci/run installs it). Without
-// one the check is skipped, saying so, or fails under CI=true.
-func checkTypes(t *testing.T, sdk string) {
+// checkTypes runs mypy in strict mode over target (a package or a file) in
+// dir, with PYTHONPATH dir unless env sets it: Debian's python3-mypy, on
+// whichever python3 has it (.ci/run installs it). Without one the check is
+// skipped, saying so, or fails under CI=true.
+func checkTypes(t *testing.T, dir string, env []string, target string) {
 	for _, py := range []string{"python3", "/usr/bin/python3"} {
 		if exec.Command(py, "-m", "mypy", "--version").Run() != nil {
 			continue
 		}
-		runPython(t, py, sdk, nil, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", t.TempDir(), "cks")
+		runPython(t, py, dir, env, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", t.TempDir(), target)
 		return
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("CI=true: no python3 with mypy (Debian's python3-mypy) for sdk/python's types")
+		t.Fatal("CI=true: no python3 with mypy (Debian's python3-mypy) for " + target + "'s types")
 	}
-	t.Skip("no python3 with mypy: sdk/python's types are not checked")
+	t.Skip("no python3 with mypy: " + target + "'s types are not checked")
 }
