@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"os/exec"
 	"os/signal"
 	"slices"
 	"sync"
@@ -135,11 +135,7 @@ func (w *goWorker) run(ctx context.Context) error {
 
 // slot claims one task at a time and runs it, until drained.
 func (w *goWorker) slot(ctx context.Context, ex *worker.Executor) {
-	types := make([]string, 0, len(w.handlers))
-	for typ := range w.handlers {
-		types = append(types, typ)
-	}
-	slices.Sort(types)
+	types := slices.Sorted(maps.Keys(w.handlers))
 	for !w.draining() && ctx.Err() == nil {
 		out, err := w.c.ClaimWith(ctx, cks.ClaimTasksInput{Worker: w.name(), Types: types, N: 1,
 			LeaseS: w.opts.Lease.Seconds(), Running: true, WaitS: w.opts.ClaimWait.Seconds(), InstanceID: w.instanceID})
@@ -182,7 +178,7 @@ func (w *goWorker) hold(t cks.Task, in bool) {
 // that says stop_requested starts the drain.
 func (w *goWorker) report(ctx context.Context, exited bool) error {
 	in := cks.ReportProcessInput{ProcessKind: w.kind, InstanceID: w.instanceID, PID: os.Getpid(),
-		LivenessIntervalS: w.opts.Liveness.Seconds(), TaskTypes: cks.Names(slices.Sorted(mapKeys(w.handlers))), Exited: exited}
+		LivenessIntervalS: w.opts.Liveness.Seconds(), TaskTypes: slices.Sorted(maps.Keys(w.handlers)), Exited: exited}
 	if host, err := os.Hostname(); err == nil {
 		in.Hostname = host
 	}
@@ -200,16 +196,6 @@ func (w *goWorker) report(ctx context.Context, exited bool) error {
 		w.stop()
 	}
 	return nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // runningGo is a goWorker running in a goroutine of the test.
@@ -262,13 +248,12 @@ const goWorkerEnv = "CKS_TEST_GO_WORKER"
 // hub at URL, for one task type whose resolver holds each task until its
 // attempt is aborted (Hold) or returns at once.
 type goWorkerSpec struct {
-	URL      string        `json:"url"`
-	Token    string        `json:"token"`
-	Kind     string        `json:"kind"`
-	Type     string        `json:"type"`
-	Lease    time.Duration `json:"lease"`
-	Hold     bool          `json:"hold"`
-	Liveness time.Duration `json:"liveness"`
+	URL   string        `json:"url"`
+	Token string        `json:"token"`
+	Kind  string        `json:"kind"`
+	Type  string        `json:"type"`
+	Lease time.Duration `json:"lease"`
+	Hold  bool          `json:"hold"`
 }
 
 // goWorkerMain runs the goWorker of the spec in goWorkerEnv until it is
@@ -280,7 +265,7 @@ func goWorkerMain() int {
 		fmt.Fprintln(os.Stderr, "goworker:", err)
 		return 2
 	}
-	w := newGoWorker(client.New(spec.URL, spec.Token), spec.Kind, goWorkerOptions{Lease: spec.Lease, Liveness: spec.Liveness})
+	w := newGoWorker(client.New(spec.URL, spec.Token), spec.Kind, goWorkerOptions{Lease: spec.Lease})
 	w.task(spec.Type, func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 		if spec.Hold {
 			<-ctx.Done()
@@ -302,52 +287,8 @@ func goWorkerMain() int {
 	return 0
 }
 
-// workerProc is a worker process of a scenario (any language): done is
-// closed once it has exited, with code and its output set.
-type workerProc struct {
-	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
-	done           chan struct{}
-	code           int
-}
-
-// startWorkerProc starts name args with env added to a clean CKS_*
-// environment; at t's end it is killed unless it has exited.
-func startWorkerProc(t testing.TB, env []string, name string, args ...string) *workerProc {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(cleanEnv(), env...)
-	p := &workerProc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = cmd.Wait() // the exit status is the result
-		p.code = cmd.ProcessState.ExitCode()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill() //nolint:errcheck // it may have exited
-		<-p.done
-	})
-	return p
-}
-
-// wait waits for the process to exit and returns its status.
-func (p *workerProc) wait(t testing.TB) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(90 * time.Second):
-		t.Fatalf("worker process %s did not exit:\n%s", p.cmd.Path, p.stderr.String())
-		return -1
-	}
-}
-
 // startGoWorkerProc starts this test binary as a goWorker process (goWorkerMain).
-func startGoWorkerProc(t testing.TB, spec goWorkerSpec) *workerProc {
+func startGoWorkerProc(t testing.TB, spec goWorkerSpec) *agentProc {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -357,5 +298,5 @@ func startGoWorkerProc(t testing.TB, spec goWorkerSpec) *workerProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startWorkerProc(t, []string{goWorkerEnv + "=" + string(raw)}, self)
+	return startProc(t, []string{goWorkerEnv + "=" + string(raw)}, self)
 }

@@ -105,7 +105,7 @@ func (f *fakeLLM) callsOf(text string) []*llmCall {
 
 // llmAgent starts an example LLM agent as a process: kind, working tasks of
 // type typ on h with token, its provider f.
-type llmAgent func(t *testing.T, h *hubProc, token string, f *fakeLLM, kind, typ string) *workerProc
+type llmAgent func(t *testing.T, h *hubProc, token string, f *fakeLLM, kind, typ string) *agentProc
 
 // llmEnv is an agent's environment: the hub and the fake provider.
 func llmEnv(h *hubProc, token string, f *fakeLLM) []string {
@@ -135,9 +135,9 @@ func TestPythonLLMAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("mypy", func(t *testing.T) { checkTypes(t, agent, []string{"PYTHONPATH=" + sdk}, "agent.py") })
-	testLLMAgent(t, func(t *testing.T, h *hubProc, token string, f *fakeLLM, kind, typ string) *workerProc {
+	testLLMAgent(t, func(t *testing.T, h *hubProc, token string, f *fakeLLM, kind, typ string) *agentProc {
 		env := append(llmEnv(h, token, f), "PYTHONPATH="+sdk, "PYTHONDONTWRITEBYTECODE=1")
-		return startWorkerProc(t, env, py, append([]string{filepath.Join(agent, "agent.py")}, llmAgentArgs(kind, typ)...)...)
+		return startProc(t, env, py, append([]string{filepath.Join(agent, "agent.py")}, llmAgentArgs(kind, typ)...)...)
 	})
 }
 
@@ -155,8 +155,8 @@ func TestTypeScriptLLMAgent(t *testing.T) {
 		runIn(t, dir, nil, "npm", "ci", "--prefer-offline", "--no-audit", "--no-fund")
 		runIn(t, dir, nil, "npm", "run", "build")
 	}
-	testLLMAgent(t, func(t *testing.T, h *hubProc, token string, f *fakeLLM, kind, typ string) *workerProc {
-		return startWorkerProc(t, llmEnv(h, token, f), "node", append([]string{filepath.Join(agent, "dist", "agent.js")}, llmAgentArgs(kind, typ)...)...)
+	testLLMAgent(t, func(t *testing.T, h *hubProc, token string, f *fakeLLM, kind, typ string) *agentProc {
+		return startProc(t, llmEnv(h, token, f), "node", append([]string{filepath.Join(agent, "dist", "agent.js")}, llmAgentArgs(kind, typ)...)...)
 	})
 }
 

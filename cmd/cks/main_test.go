@@ -583,12 +583,13 @@ func forBackends(t *testing.T, f func(t *testing.T, db testDB)) {
 	}
 }
 
-// agentProc is a running `cks agent …`.
+// agentProc is a running agent process: `cks agent …`, or a worker of
+// another client (startProc).
 type agentProc struct {
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan struct{}
-	code   int // exit status, valid once done is closed
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+	code           int // exit status, valid once done is closed; -1 when a signal ended it
 }
 
 // startAgent starts `cks agent ARGS…` with a clean CKS_* environment plus env;
@@ -622,11 +623,29 @@ func startAgentIn(t testing.TB, dir string, args ...string) *agentProc {
 
 // spawnAgentIn is spawnAgent in working directory dir ("": the test's).
 func spawnAgentIn(dir string, env []string, args ...string) (*agentProc, error) {
-	cmd := exec.Command(cksBin, append([]string{"agent"}, args...)...)
+	return spawnProc(dir, env, cksBin, append([]string{"agent"}, args...)...)
+}
+
+// startProc is startAgent for any program: name args, with a clean CKS_*
+// environment plus env.
+func startProc(t testing.TB, env []string, name string, args ...string) *agentProc {
+	t.Helper()
+	a, err := spawnProc("", env, name, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.kill)
+	return a
+}
+
+// spawnProc starts name args in working directory dir ("": the test's)
+// with a clean CKS_* environment plus env, keeping its output.
+func spawnProc(dir string, env []string, name string, args ...string) (*agentProc, error) {
+	cmd := exec.Command(name, args...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Dir = dir
-	a := &agentProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = io.Discard, a.stderr
+	a := &agentProc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -498,7 +498,7 @@ func goKillReclaimed(t *testing.T, s scenarioHub) {
 }
 
 // killScenarioWorker kills p with SIGKILL and waits for it.
-func killScenarioWorker(t testing.TB, p *workerProc) {
+func killScenarioWorker(t testing.TB, p *agentProc) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
