@@ -12,7 +12,7 @@ import time
 import unittest
 import uuid
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, TypeVar, cast
 
 from cks import Client, Worker
 
@@ -41,7 +41,7 @@ def scenario(id: str) -> Callable[[TestMethod], TestMethod]:
             test(self, *args, **kwargs)
             print(f"scenario {id} ok", flush=True)
 
-        return run  # type: ignore[return-value]
+        return cast(TestMethod, run)
 
     return mark
 
