@@ -397,8 +397,7 @@ type ClaimedTasks struct {
 	// task-scoped agent credential (read, append, create on /tasks/ID) for
 	// the executor to work that task with, bound to the task's new lease (it
 	// stops authenticating when the lease ends). Every claimed task has
-	// one: a claim whose credential cannot be issued fails whole, its tasks
-	// given back.
+	// one ("ckt_ID_…"); issuing it costs the claim no write of its own.
 	AgentTokens map[string]string `json:"agent_tokens"`
 	// StopRequested: the claim's process (InstanceID) was asked to stop, so
 	// the claim took nothing; the process drains and exits.

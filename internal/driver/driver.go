@@ -194,7 +194,13 @@ type TaskRow struct {
 	LeaseExpiresAt time.Time
 	LeaseRenewedAt time.Time
 	// LeaseMs is the lease a Heartbeat renews for.
-	LeaseMs        int64
+	LeaseMs int64
+	// AgentTokenHash is AgentTokenHash of the agent credential the claim
+	// issued with the current lease; "" when it issued none. It matches
+	// only while LeaseTokenHash is the lease's (AgentTokenHashes), so
+	// TaskClaim alone writes it: every other write leaves it as it is (an
+	// insert, ""), and a lease that ends ends it.
+	AgentTokenHash string
 	RunAfter       time.Time
 	Result         string
 	LastError      string
@@ -213,7 +219,7 @@ type TaskRow struct {
 // database scan a state's index to find its rows.
 type TaskExecutor interface {
 	// TaskInsertMany inserts tasks (every column of the row but ID, which
-	// it assigns) and returns them as stored, with their ids, in input
+	// it assigns, and AgentTokenHash) and returns them as stored, with their ids, in input
 	// order (the stored form of the JSON columns is the database's: Postgres
 	// normalises jsonb). A dedupe key taken by a live task is
 	// ErrUniqueViolation.
@@ -226,13 +232,13 @@ type TaskExecutor interface {
 	// TaskGetMany reads the tasks ids, ordered by id, locked as asked.
 	// Unknown ids are absent from the result (no error).
 	TaskGetMany(ctx context.Context, p TaskGetManyParams) ([]TaskRow, error)
-	// TaskUpdateMany writes every column but ID, Type, CreatedAt and
-	// CreatedBy of each row, by ID. It returns how many rows it wrote.
+	// TaskUpdateMany writes every column but ID, Type, CreatedAt,
+	// CreatedBy and AgentTokenHash of each row, by ID. It returns how many rows it wrote.
 	TaskUpdateMany(ctx context.Context, rows []TaskRow) (int, error)
 	// TaskMoveMany writes state moves narrowly: of each of p.Rows, by ID,
 	// only the columns a move of the lifecycle changes (those OnlyMoved
-	// lets differ: state, attempts, restarts, the claim and lease columns,
-	// run_after, result, last_error, question, answer, review_note,
+	// lets differ: state, attempts, restarts, the claim and lease columns but
+	// AgentTokenHash, run_after, result, last_error, question, answer, review_note,
 	// updated_at, state_changed_at), and appends p.Events, in order, in the
 	// same statement where the dialect allows (Postgres: a data-modifying
 	// CTE; SQLite: the same statements in its one writer's transaction).
@@ -454,9 +460,12 @@ type TaskClaimLease struct {
 	// TokenHash is the hash of the lease token; the plain token never
 	// reaches the database.
 	TokenHash string
-	ClaimedBy string
-	ExpiresAt time.Time
-	Ms        int64
+	// AgentTokenHash is the hash of the agent credential issued with the
+	// lease (AgentTokenHash of its secret and TokenHash), "" for none.
+	AgentTokenHash string
+	ClaimedBy      string
+	ExpiresAt      time.Time
+	Ms             int64
 }
 
 // TaskClaimThen is the second move of a claim (TaskClaimParams.Then).
@@ -1157,6 +1166,15 @@ type PrincipalRow struct {
 	LeaseTokenHash string
 }
 
+// TaskCredentialRow is what authenticates a task's agent token, from its
+// task's row (PrincipalTaskCredential).
+type TaskCredentialRow struct {
+	LeaseTokenHash string
+	AgentTokenHash string
+	ClaimedBy      string
+	ClaimedAt      time.Time
+}
+
 // GrantRow is one row of cks_grants.
 type GrantRow struct {
 	PrincipalID string
@@ -1188,6 +1206,11 @@ type PrincipalExecutor interface {
 	// read together (on Postgres in one statement: an authenticated
 	// request is one read, not two).
 	PrincipalAuth(ctx context.Context, tokenHash string) (PrincipalAuthRow, error)
+	// PrincipalTaskCredential reads what authenticates task taskID's agent
+	// token: the task's lease and agent credential hashes and its claimer
+	// (ErrNoRows for no such task). The rule that they match is
+	// driver.AgentTokenHashes, applied by the caller.
+	PrincipalTaskCredential(ctx context.Context, taskID int64) (TaskCredentialRow, error)
 	// PrincipalGet reads a principal by id (ErrNoRows), bound or not.
 	PrincipalGet(ctx context.Context, id string) (PrincipalRow, error)
 	// GrantList returns a principal's grants ordered by resource, permission.

@@ -3,6 +3,7 @@ package driver
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 )
 
@@ -38,4 +39,24 @@ func hashLeaseToken(token string) [2 * sha256.Size]byte {
 	sum := sha256.Sum256([]byte(token))
 	hex.Encode(h[:], sum[:])
 	return h
+}
+
+// AgentTokenHash returns the stored form of the secret of a task's agent
+// credential issued with the lease whose token hashes to leaseTokenHash:
+// the SHA-256 (hex) of both. Binding the lease in makes the credential end
+// with the lease without another write: once the task's lease token hash
+// changes or is cleared, the stored hash no longer matches
+// (AgentTokenHashes), however the lease ended.
+func AgentTokenHash(secret, leaseTokenHash string) string {
+	return HashLeaseToken(leaseTokenHash + ":" + secret)
+}
+
+// AgentTokenHashes reports whether hash is AgentTokenHash(secret,
+// leaseTokenHash) of a lease that is held (leaseTokenHash not empty), in
+// constant time.
+func AgentTokenHashes(hash, secret, leaseTokenHash string) bool {
+	if hash == "" || leaseTokenHash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(hash), []byte(AgentTokenHash(secret, leaseTokenHash))) == 1
 }

@@ -254,8 +254,10 @@ func TestStaleStopReport(t *testing.T) {
 	})
 }
 
-// TestLeaseReaperRevokesEndedClaimTokens: the credential an HTTP claim
-// issued lasts as long as its lease; an operator's task token stays.
+// TestLeaseReaperRevokesEndedClaimTokens: the principal row an HTTP claim
+// of an earlier version wrote for its agent credential (claims now write
+// none: auth.TaskToken) lasts as long as its lease; an operator's task
+// token stays.
 func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open opener) {
 		ctx := context.Background()
@@ -267,10 +269,17 @@ func TestLeaseReaperRevokesEndedClaimTokens(t *testing.T) {
 			if err != nil || len(ts) != 1 {
 				t.Fatalf("claim %s: %v %v", typ, ts, err)
 			}
-			if _, err := auth.IssueTaskToken(ctx, st.Principals, ts[0], worker); err != nil {
+			tok, err := auth.NewToken()
+			if err != nil {
 				t.Fatal(err)
 			}
-			return ts[0]
+			c := ts[0]
+			p := cks.Principal{ID: fmt.Sprintf("legacy-%d-%s", c.ID, worker), Name: fmt.Sprintf("task/%d %s", c.ID, worker), CreatedAt: backendtest.T0,
+				Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
+			if err := st.Principals.CreatePrincipal(ctx, p, auth.HashToken(tok), auth.TaskTokenGrants(c.ID)); err != nil {
+				t.Fatal(err)
+			}
+			return c
 		}
 		enqueue(t, st, cks.NewTask{Type: "done"})
 		enqueue(t, st, cks.NewTask{Type: "reopened"})

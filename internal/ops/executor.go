@@ -92,11 +92,7 @@ var ClaimTasks = define(cks.OpClaimTasks, &Op[cks.ClaimTasksInput, cks.ClaimedTa
 		toks := map[string]string{}
 		ts, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: in.Types, N: n, Lease: lease, Running: in.Running,
 			Wait: in.MaxWait(), Interrupt: stop.asked,
-			Issue: func(ctx context.Context, t cks.ClaimedTask) error {
-				tok, err := auth.IssueTaskToken(ctx, s.Principals, t, worker)
-				toks[strconv.FormatInt(t.ID, 10)] = tok
-				return err
-			}})
+			AgentToken: func(id int64, secret string) { toks[strconv.FormatInt(id, 10)] = auth.TaskToken(id, secret) }})
 		if err != nil {
 			return cks.ClaimedTasks{}, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
+	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
@@ -23,6 +24,20 @@ func ClaimType(t testing.TB, s *backend.Backend, worker, typ string) cks.Claimed
 		t.Fatalf("Claim(%s, %s) got %d tasks, want 1", worker, typ, len(ts))
 	}
 	return ts[0]
+}
+
+// ClaimAgent is ClaimType of a claim that leases the task with an agent
+// credential, as claim_tasks does, and returns the task with that
+// credential's token (auth.TaskToken).
+func ClaimAgent(t testing.TB, s *backend.Backend, worker, typ string) (cks.ClaimedTask, string) {
+	t.Helper()
+	var tok string
+	ts, err := s.Tasks.Claim(Ctx(t), ledger.ClaimParams{Worker: worker, Types: []string{typ}, N: 1, Lease: Lease,
+		AgentToken: func(id int64, secret string) { tok = auth.TaskToken(id, secret) }})
+	if err != nil || len(ts) != 1 || tok == "" {
+		t.Fatalf("Claim(%s, %s) with an agent token: %d tasks, token %q, %v; want 1 and a token", worker, typ, len(ts), tok, err)
+	}
+	return ts[0], tok
 }
 
 // Into makes a task of type typ in state st through real operations and

@@ -474,6 +474,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		// Each row is leased to its own claimer: the second to another one,
 		// for longer.
 		p.Leases[1] = driver.TaskClaimLease{TokenHash: "h2", ClaimedBy: "w2", ExpiresAt: sec(180), Ms: 120000}
+		p.Leases[2].AgentTokenHash = "a3" // the one lease with an agent credential
 		claimed, err := ex.TaskClaim(ctx, p)
 		skipUnsupported(t, "claim", err)
 		// Claim order; the i-th row gets the i-th lease; Limit caps it.
@@ -484,7 +485,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 			want := get(t, ex, c.ID)
 			sameTask(t, c.TaskRow, want)
 			l := p.Leases[i]
-			if c.State != stClaimed || c.LeaseTokenHash != l.TokenHash || c.ClaimedBy != l.ClaimedBy ||
+			if c.State != stClaimed || c.LeaseTokenHash != l.TokenHash || c.AgentTokenHash != l.AgentTokenHash || c.ClaimedBy != l.ClaimedBy ||
 				!c.ClaimedAt.Equal(sec(60)) || !c.LeaseRenewedAt.Equal(sec(60)) || !c.LeaseExpiresAt.Equal(l.ExpiresAt) ||
 				c.LeaseMs != l.Ms || !c.RunAfter.IsZero() || !c.UpdatedAt.Equal(sec(60)) || !c.StateChangedAt.Equal(sec(60)) {
 				t.Errorf("claimed row %d: %+v", i, c.TaskRow)
@@ -495,6 +496,18 @@ func Tasks(t *testing.T, newDB NewDB) {
 		}
 		if want := []int64{got[0], got[3]}; !slices.Equal(claimed[0].DependsOn, want) || claimed[1].DependsOn != nil {
 			t.Errorf("dependencies %v %v, want %v and none", claimed[0].DependsOn, claimed[1].DependsOn, want)
+		}
+		// What authenticates a task's agent token is read from its row.
+		for i, c := range claimed {
+			cred, err := ex.PrincipalTaskCredential(ctx, c.ID)
+			l := p.Leases[i]
+			if err != nil || cred.LeaseTokenHash != l.TokenHash || cred.AgentTokenHash != l.AgentTokenHash ||
+				cred.ClaimedBy != l.ClaimedBy || !cred.ClaimedAt.Equal(sec(60)) {
+				t.Errorf("credential of claimed task %d: %+v, %v", c.ID, cred, err)
+			}
+		}
+		if _, err := ex.PrincipalTaskCredential(ctx, 1<<40); !errors.Is(err, driver.ErrNoRows) {
+			t.Errorf("credential of no task: %v, want ErrNoRows", err)
 		}
 		// A claim writes no event: the attempt lives on the row.
 		for _, id := range claimedIDs(claimed) {

@@ -216,10 +216,10 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		Now: pgtype.Timestamptz{Time: driver.Time(p.Now), Valid: true}, Limit: int32(limit),
 		ToState: p.To, AttemptsAdded: int32(p.AttemptsAdded), RunAfter: nullTime(p.RunAfter),
 		ThenTo: p.Then.To}
-	q.LeaseTokenHashes, q.ClaimedBys = make([]string, limit), make([]string, limit)
+	q.LeaseTokenHashes, q.AgentTokenHashes, q.ClaimedBys = make([]string, limit), make([]string, limit), make([]string, limit)
 	q.LeaseExpiresAts, q.LeaseMss = make([]time.Time, limit), make([]int64, limit)
 	for i, l := range p.Leases[:limit] {
-		q.LeaseTokenHashes[i], q.ClaimedBys[i] = l.TokenHash, l.ClaimedBy
+		q.LeaseTokenHashes[i], q.AgentTokenHashes[i], q.ClaimedBys[i] = l.TokenHash, l.AgentTokenHash, l.ClaimedBy
 		q.LeaseExpiresAts[i], q.LeaseMss[i] = driver.Time(l.ExpiresAt), l.Ms
 	}
 	var (
@@ -231,13 +231,13 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		err = eachTaskClaim(ctx, e.db, q, func(r *dbsqlc.TaskClaimRow) { c.add(*r, limit) })
 	case 1:
 		err = eachTaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
-			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes,
+			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes, AgentTokenHashes: q.AgentTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
 			func(r *dbsqlc.TaskClaimOfTypeRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })
 	default:
 		err = eachTaskClaimOfTypes(ctx, e.db, dbsqlc.TaskClaimOfTypesParams{State: q.State,
-			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes,
+			Excluded: q.Excluded, Types: p.Types, Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes, AgentTokenHashes: q.AgentTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
 			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
 			func(r *dbsqlc.TaskClaimOfTypesRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })

@@ -186,6 +186,10 @@ func outboxTasks() Table {
 			{Name: "lease_expires_at", Type: Time},
 			{Name: "lease_renewed_at", Type: Time},
 			{Name: "lease_ms", Type: BigInt, NotNull: true, Default: Zero},
+			// driver.AgentTokenHash of the agent credential a claim issued
+			// with the current lease ('' when none): bound to
+			// lease_token_hash, so it stops matching when the lease ends.
+			textOr("agent_token_hash"),
 			{Name: "run_after", Type: Time},
 			textOr("result"),
 			textOr("last_error"),

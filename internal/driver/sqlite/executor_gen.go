@@ -242,6 +242,7 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		LeaseExpiresAt:     leaseExpiresAt,
 		LeaseRenewedAt:     leaseRenewedAt,
 		LeaseMs:            r.LeaseMs,
+		AgentTokenHash:     r.AgentTokenHash,
 		RunAfter:           runAfter,
 		Result:             r.Result,
 		LastError:          r.LastError,
@@ -566,6 +567,20 @@ func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.Livenes
 		out[i] = livenessKindCountOf(r)
 	}
 	return out
+}
+
+// taskCredentialRowOf reads a dbsqlc.PrincipalTaskCredentialRow as a driver.TaskCredentialRow.
+func taskCredentialRowOf(r dbsqlc.PrincipalTaskCredentialRow) (driver.TaskCredentialRow, error) {
+	claimedAt, err := parseNullTime(r.ClaimedAt)
+	if err != nil {
+		return driver.TaskCredentialRow{}, fmt.Errorf("TaskCredentialRow ClaimedAt: %w", err)
+	}
+	return driver.TaskCredentialRow{
+		LeaseTokenHash: r.LeaseTokenHash,
+		AgentTokenHash: r.AgentTokenHash,
+		ClaimedBy:      r.ClaimedBy,
+		ClaimedAt:      claimedAt,
+	}, nil
 }
 
 // taskClaimWaitOf reads a dbsqlc.TaskClaimWaitsRow as a driver.TaskClaimWait.
@@ -1880,6 +1895,15 @@ func (e *executor) PrincipalByTokenHash(ctx context.Context, tokenHash string) (
 		return driver.PrincipalRow{}, mapErr(fmt.Sprint("principal by token hash ", tokenHash), err)
 	}
 	return principalRowOf(x)
+}
+
+// PrincipalTaskCredential implements driver.Executor with dbsqlc's PrincipalTaskCredential.
+func (e *executor) PrincipalTaskCredential(ctx context.Context, taskID int64) (driver.TaskCredentialRow, error) {
+	x, err := e.d.q.PrincipalTaskCredential(ctx, e.read, taskID)
+	if err != nil {
+		return driver.TaskCredentialRow{}, mapErr(fmt.Sprint("principal task credential ", taskID), err)
+	}
+	return taskCredentialRowOf(x)
 }
 
 // PrincipalGet implements driver.Executor with dbsqlc's PrincipalGet.

@@ -130,7 +130,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 			r := &rows[i]
 			l := p.Leases[i]
 			r.State, r.Attempts, r.ClaimedBy, r.ClaimedAt = p.To, r.Attempts+p.AttemptsAdded, l.ClaimedBy, p.Now
-			r.LeaseTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = l.TokenHash, l.ExpiresAt, p.Now
+			r.LeaseTokenHash, r.AgentTokenHash, r.LeaseExpiresAt, r.LeaseRenewedAt = l.TokenHash, l.AgentTokenHash, l.ExpiresAt, p.Now
 			r.LeaseMs, r.RunAfter, r.UpdatedAt, r.StateChangedAt = l.Ms, p.RunAfter, p.Now, p.Now
 			if p.Then.To != "" {
 				r.State = p.Then.To
@@ -139,7 +139,7 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 			// The claim's own columns alone (TaskClaimMove): the others
 			// are as read, in this transaction of the one writer.
 			if _, err := e.d.q.TaskClaimMove(ctx, w, dbsqlc.TaskClaimMoveParams{State: r.State, Attempts: int64(r.Attempts),
-				ClaimedBy: r.ClaimedBy, ClaimedAt: w.times.of(r.ClaimedAt), LeaseTokenHash: r.LeaseTokenHash,
+				ClaimedBy: r.ClaimedBy, ClaimedAt: w.times.of(r.ClaimedAt), LeaseTokenHash: r.LeaseTokenHash, AgentTokenHash: r.AgentTokenHash,
 				LeaseExpiresAt: w.times.of(r.LeaseExpiresAt), LeaseRenewedAt: w.times.of(r.LeaseRenewedAt),
 				LeaseMs: r.LeaseMs, RunAfter: w.times.of(r.RunAfter), UpdatedAt: w.times.nonNull(r.UpdatedAt),
 				StateChangedAt: w.times.of(r.StateChangedAt), TaskID: r.ID}); err != nil {

@@ -98,15 +98,25 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (cks.Principal, 
 // (WithPrincipalGrants), so that an authenticated request reads the
 // database once at most. The grants are shared: not to be modified.
 func (s *Service) AuthenticateWithGrants(ctx context.Context, tok string) (cks.Principal, []cks.Grant, error) {
-	if err := checkFormat(tok); err != nil {
-		return cks.Principal{}, nil, err
-	}
-	p, grants, err := s.principalAuth(ctx, HashToken(tok))
+	p, grants, err := s.tokenAuth(ctx, tok)
 	if errors.Is(err, cks.ErrNotFound) {
 		// Also the credential of a claim whose lease has ended.
 		return p, nil, fmt.Errorf("unknown token (or the lease it was issued for has ended): %w", ErrUnauthenticated)
 	}
 	return p, grants, err
+}
+
+// tokenAuth reads the principal and grants of tok: a task's agent token's
+// from its task (taskAuth), any other's from its principal
+// (principalAuth), once its shape is checked.
+func (s *Service) tokenAuth(ctx context.Context, tok string) (cks.Principal, []cks.Grant, error) {
+	if id, secret, ok := parseTaskToken(tok); ok {
+		return s.taskAuth(ctx, id, secret)
+	}
+	if err := checkFormat(tok); err != nil {
+		return cks.Principal{}, nil, err
+	}
+	return s.principalAuth(ctx, HashToken(tok))
 }
 
 // EnsureAdminToken makes the data directory's token file hold a valid admin

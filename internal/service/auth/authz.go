@@ -318,11 +318,7 @@ func TaskTokenGrants(id int64) []cks.Grant {
 // its bearer token, which is not stored (only its hash is) and cannot be
 // shown again. Every grant must be valid (ValidGrant).
 func CreateToken(ctx context.Context, s *Service, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
-	return createToken(ctx, s, c, cks.Principal{Name: name}, grants)
-}
-
-// createToken is CreateToken of p (its name and lease binding).
-func createToken(ctx context.Context, s *Service, c clock.Clock, p cks.Principal, grants []cks.Grant) (cks.Principal, string, error) {
+	p := cks.Principal{Name: name}
 	if strings.TrimSpace(p.Name) == "" {
 		return cks.Principal{}, "", &cks.FieldError{Field: "name", Expected: "a non-empty token name"}
 	}
@@ -343,20 +339,4 @@ func createToken(ctx context.Context, s *Service, c clock.Clock, p cks.Principal
 		return cks.Principal{}, "", fmt.Errorf("auth: create token %q: %w", p.Name, err)
 	}
 	return p, tok, nil
-}
-
-// IssueTaskToken creates the task-scoped agent credential of claim c (the
-// grants of TaskTokenGrants on c's task), named "task/ID worker", bound to
-// c's lease (cks.LeaseBinding), and returns its token. The credential
-// authenticates only while that lease is current: it stops working in the
-// transaction that ends the lease, however it ends (a re-claim issues a new
-// one).
-func IssueTaskToken(ctx context.Context, s *Service, c cks.ClaimedTask, worker string) (string, error) {
-	if c.ID <= 0 || c.LeaseToken == "" {
-		return "", &cks.FieldError{Field: "task_id", Expected: "a claimed task with its lease token"}
-	}
-	p := cks.Principal{Name: strings.TrimSpace("task/" + strconv.FormatInt(c.ID, 10) + " " + worker),
-		Lease: &cks.LeaseBinding{TaskID: c.ID, LeaseTokenHash: driver.HashLeaseToken(c.LeaseToken)}}
-	_, tok, err := createToken(ctx, s, nil, p, TaskTokenGrants(c.ID))
-	return tok, err
 }

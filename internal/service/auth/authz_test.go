@@ -3,13 +3,17 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/clock"
+	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/service/auth"
 )
 
@@ -101,20 +105,16 @@ func TestCheckAndRequire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claimed := backendtest.ClaimType(t, s, "worker", "mine")
+	claimed, tok := backendtest.ClaimAgent(t, s, "worker", "mine")
 	if claimed.ID != 7 {
 		t.Fatalf("claim of task 7: %+v", claimed)
-	}
-	tok, err := auth.IssueTaskToken(ctx, s.Principals, claimed, "worker")
-	if err != nil {
-		t.Fatal(err)
 	}
 	p, err := s.Principals.Authenticate(ctx, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Name != "task/7 worker" {
-		t.Fatalf("name %q", p.Name)
+	if p.Name != "task/7 worker" || p.ID != "task/7" || p.Lease == nil || p.Lease.TaskID != 7 {
+		t.Fatalf("principal of the task token: %+v", p)
 	}
 	az := s.Principals
 	for _, perm := range []string{auth.PermRead, auth.PermAppend, auth.PermCreate} {
@@ -148,64 +148,92 @@ func TestCheckAndRequire(t *testing.T) {
 	}
 }
 
-// TestTaskTokenEndsWithItsLease: the credential IssueTaskToken makes for a
-// claim authenticates while the lease runs and not a moment after it ends;
-// DeleteEndedCredentials then deletes it, and leaves alone a credential an
-// operator made for the same task (unbound) and one of a live lease.
+// TestTaskTokenEndsWithItsLease: the agent token a claim issues
+// authenticates while its lease runs and not a moment after it ends,
+// however it ends (completed; failed and claimed again, by a claim with a
+// token or without), with no principal row of its own; a token of another
+// task or with another secret never does; an operator's token for the same
+// task (unbound) stays. DeleteEndedCredentials deletes the lease-bound
+// principal rows claims of earlier versions wrote, once their lease ends.
 func TestTaskTokenEndsWithItsLease(t *testing.T) {
-	ctx := context.Background()
-	s, err := backend.Open(ctx, filepath.Join(t.TempDir(), "cks.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, typ := range []string{"done", "live"} {
-		if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ}); err != nil {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		ctx := context.Background()
+		c := clock.NewFake(backendtest.T0)
+		s := open(t, driver.WithClock(c))
+		for _, typ := range []string{"done", "live", "again"} {
+			if _, _, err := s.Tasks.Enqueue(ctx, cks.NewTask{Type: typ, MaxAttempts: 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		done, doneTok := backendtest.ClaimAgent(t, s, "w", "done")
+		live, liveTok := backendtest.ClaimAgent(t, s, "w", "live")
+		again, againTok := backendtest.ClaimAgent(t, s, "w", "again")
+		_, opTok, err := auth.CreateToken(ctx, s.Principals, nil, "ops", auth.TaskTokenGrants(done.ID))
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	claim := func(typ string) cks.ClaimedTask {
-		t.Helper()
-		return backendtest.ClaimType(t, s, "w", typ)
-	}
-	done, live := claim("done"), claim("live")
-	if _, err := auth.IssueTaskToken(ctx, s.Principals, cks.ClaimedTask{Task: done.Task}, "w"); !cks.IsFieldError(err, "task_id") {
-		t.Fatalf("IssueTaskToken without the lease token: %v, want a FieldError", err)
-	}
-	doneTok, err := auth.IssueTaskToken(ctx, s.Principals, done, "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	liveTok, err := auth.IssueTaskToken(ctx, s.Principals, live, "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, opTok, err := auth.CreateToken(ctx, s.Principals, nil, "task/1", auth.TaskTokenGrants(done.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := s.Principals
-	for _, tok := range []string{doneTok, liveTok, opTok} {
-		if _, err := a.Authenticate(ctx, tok); err != nil {
-			t.Fatalf("before the lease ended: %v", err)
+		// A principal row bound to done's lease, as claims wrote them before.
+		oldTok, err := auth.NewToken()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := s.Tasks.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Authenticate(ctx, doneTok); !errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "lease") {
-		t.Fatalf("the credential of the completed claim: %v, want unauthenticated saying the lease ended", err)
-	}
-	for _, tok := range []string{liveTok, opTok} {
-		if _, err := a.Authenticate(ctx, tok); err != nil {
-			t.Fatalf("after another lease ended: %v", err)
+		old := cks.Principal{ID: "legacy", Name: fmt.Sprintf("task/%d w", done.ID), CreatedAt: backendtest.T0,
+			Lease: &cks.LeaseBinding{TaskID: done.ID, LeaseTokenHash: driver.HashLeaseToken(done.LeaseToken)}}
+		if err := s.Principals.CreatePrincipal(ctx, old, auth.HashToken(oldTok), auth.TaskTokenGrants(done.ID)); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n, err := s.Principals.DeleteEndedCredentials(ctx, backendtest.T0); err != nil || n != 1 {
-		t.Fatalf("DeleteEndedCredentials = %d, %v; want 1", n, err)
-	}
-	ps, err := s.Principals.ListPrincipals(ctx)
-	if err != nil || len(ps) != 2 {
-		t.Fatalf("principals after the cleanup: %+v, %v; want the live claim's and the operator's", ps, err)
-	}
+		a := s.Principals
+		authenticates := func(what, tok string, want bool) {
+			t.Helper()
+			_, err := a.Authenticate(ctx, tok)
+			if want && err != nil {
+				t.Fatalf("%s: %v, want it to authenticate", what, err)
+			}
+			if !want && (!errors.Is(err, auth.ErrUnauthenticated) || !strings.Contains(err.Error(), "lease")) {
+				t.Fatalf("%s: %v, want unauthenticated saying the lease may have ended", what, err)
+			}
+		}
+		for _, tok := range []string{doneTok, liveTok, againTok, opTok, oldTok} {
+			authenticates("before any lease ended", tok, true)
+		}
+		_, secret, _ := strings.Cut(strings.TrimPrefix(liveTok, "ckt_"), "_")
+		authenticates("live's secret on done", auth.TaskToken(done.ID, secret), false)
+		authenticates("a secret of no claim", auth.TaskToken(live.ID, strings.Repeat("0", len(secret))), false)
+		authenticates("no such task", auth.TaskToken(99, secret), false)
+		if ps, err := s.Principals.ListPrincipals(ctx); err != nil || len(ps) != 2 {
+			t.Fatalf("principals: %+v, %v; want the operator's and the legacy one: claims write none", ps, err)
+		}
+
+		if _, err := s.Tasks.Complete(ctx, done.ID, done.LeaseToken, false, "ok"); err != nil {
+			t.Fatal(err)
+		}
+		authenticates("the completed claim's token", doneTok, false)
+		authenticates("the completed claim's legacy row", oldTok, false)
+		authenticates("another claim's token after done's lease ended", liveTok, true)
+		authenticates("the operator's token after the lease ended", opTok, true)
+
+		// Failed retryably and claimed again: the old token is dead, with
+		// the new lease's token or without one.
+		if _, err := s.Tasks.Fail(ctx, again.ID, again.LeaseToken, true, "again"); err != nil {
+			t.Fatal(err)
+		}
+		authenticates("the failed claim's token", againTok, false)
+		c.Advance(time.Hour) // past the retry's backoff
+		again2, again2Tok := backendtest.ClaimAgent(t, s, "w2", "again")
+		authenticates("the first lease's token after a second claim", againTok, false)
+		authenticates("the second lease's token", again2Tok, true)
+		if _, err := s.Tasks.Fail(ctx, again2.ID, again2.LeaseToken, true, "again"); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Hour)
+		backendtest.ClaimType(t, s, "w3", "again")
+		authenticates("the second lease's token after a claim without one", again2Tok, false)
+
+		if n, err := s.Principals.DeleteEndedCredentials(ctx, backendtest.T0); err != nil || n != 1 {
+			t.Fatalf("DeleteEndedCredentials = %d, %v; want 1 (the legacy row)", n, err)
+		}
+		if ps, err := s.Principals.ListPrincipals(ctx); err != nil || len(ps) != 1 || ps[0].Name != "ops" {
+			t.Fatalf("principals after the cleanup: %+v, %v; want the operator's", ps, err)
+		}
+	})
 }

@@ -130,10 +130,15 @@ func (s *Service) deleteEndedLeasePrincipals(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// GrantsOf returns the grants of a principal, ordered by resource then permission.
+// GrantsOf returns the grants of a principal, ordered by resource then
+// permission; those of a task token's principal ("task/ID", no row) are
+// TaskTokenGrants.
 func (s *Service) GrantsOf(ctx context.Context, principalID string) ([]cks.Grant, error) {
 	if err := cks.ValidateText("id", principalID); err != nil {
 		return nil, err
+	}
+	if id, ok := taskPrincipal(principalID); ok {
+		return TaskTokenGrants(id), nil
 	}
 	rows, err := s.db.Executor().GrantList(ctx, principalID)
 	if err != nil {
@@ -194,6 +199,10 @@ func (s *Service) ListPrincipals(ctx context.Context) ([]cks.PrincipalGrants, er
 func (s *Service) DeletePrincipal(ctx context.Context, principalID string) error {
 	if err := cks.ValidateText("id", principalID); err != nil {
 		return err
+	}
+	if _, ok := taskPrincipal(principalID); ok {
+		return &cks.FieldError{Field: "id", Expected: "the id of a token's principal (" + principalID +
+			" is a task's agent token, which has none to delete: it ends with the task's lease, which stop_task ends)"}
 	}
 	err := s.db.WithTx(ctx, driver.TxOptions{}, func(ctx context.Context, ex driver.Executor) error {
 		others, err := ex.PrincipalCountWithGrant(ctx, AdminResource, AdminPermission, principalID)

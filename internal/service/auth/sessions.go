@@ -131,13 +131,13 @@ func (s *Service) Logout(ctx context.Context, secret string, now time.Time) erro
 }
 
 // DeleteEndedCredentials is the periodic cleanup of credentials that no
-// longer authenticate (the lease reaper runs it): the task credentials of
-// ended leases (deleteEndedLeasePrincipals: the credentials IssueTaskToken
-// made, which no longer authenticate already; this keeps the principals
-// table from growing with every claim — credentials made with `cks token
-// create --task` are not bound to a lease and are left alone) and the
-// sessions expired at now (deleteExpiredSessions). It returns how many
-// rows of both it deleted.
+// longer authenticate (the lease reaper runs it): the lease-bound
+// principals of ended leases (deleteEndedLeasePrincipals: rows that claims
+// of earlier versions made for each task's agent credential, which no
+// longer authenticate already; a claim now writes none, see
+// taskTokenPrefix — credentials made with `cks token create --task` are
+// not bound to a lease and are left alone) and the sessions expired at now
+// (deleteExpiredSessions). It returns how many rows of both it deleted.
 func (s *Service) DeleteEndedCredentials(ctx context.Context, now time.Time) (int, error) {
 	n, err := s.deleteEndedLeasePrincipals(ctx)
 	if err != nil {

@@ -34,10 +34,12 @@ const (
 type claimer = groupcommit.Group[*claim, []cks.ClaimedTask]
 
 // claim is one Claim call, validated, with the lease tokens it may
-// hand out and their hashes.
+// hand out and their hashes, and with p.AgentToken the agent credential
+// secret of each lease and its hash (nil without).
 type claim struct {
-	p              ClaimParams
-	tokens, hashes []string
+	p                   ClaimParams
+	tokens, hashes      []string
+	agents, agentHashes []string
 }
 
 // key is what claims must share to go in one statement: the types they
@@ -152,8 +154,12 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 				}
 				c := batch[i].In
 				for k, h := range c.hashes {
-					params.Leases = append(params.Leases, driver.TaskClaimLease{TokenHash: h, ClaimedBy: c.p.Worker,
-						ExpiresAt: now.Add(c.p.Lease), Ms: c.p.Lease.Milliseconds()})
+					l := driver.TaskClaimLease{TokenHash: h, ClaimedBy: c.p.Worker,
+						ExpiresAt: now.Add(c.p.Lease), Ms: c.p.Lease.Milliseconds()}
+					if c.agentHashes != nil {
+						l.AgentTokenHash = c.agentHashes[k]
+					}
+					params.Leases = append(params.Leases, l)
 					owners = append(owners, owner{i, k})
 				}
 			}

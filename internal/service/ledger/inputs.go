@@ -1,10 +1,7 @@
 package ledger
 
 import (
-	"context"
 	"time"
-
-	"github.com/cks-dev/cks"
 )
 
 // ClaimParams is one claim (Claim).
@@ -34,12 +31,14 @@ type ClaimParams struct {
 	// stop). A claim under way is not interrupted: what it took is handed
 	// back to the caller.
 	Interrupt <-chan struct{}
-	// Issue, when set, runs for each claimed task, in order, before the
-	// claim returns: claim_tasks issues the task's credential there
-	// (auth.IssueTaskToken, bound to the new lease) and keeps it for its
-	// answer. When it fails for one task, the claim fails with its error
-	// and every task of it is given back (issue).
-	Issue func(ctx context.Context, t cks.ClaimedTask) error
+	// AgentToken, when set, is given the secret of each claimed task's
+	// agent credential before Claim returns: every task the claim takes
+	// is leased with one, its hash bound to the new lease
+	// (driver.AgentTokenHash) and written by the claim's own statement,
+	// and claim_tasks makes the task's agent token of it (auth.TaskToken).
+	// Nothing else is written, and nothing more can fail: the credential
+	// stops authenticating when the lease ends, however it ends.
+	AgentToken func(taskID int64, secret string)
 }
 
 // DependencyRelease is the outcome of Tasks.ReleaseDependencies.

@@ -739,9 +739,8 @@ func lease(r *driver.TaskRow, now time.Time, holder string, d time.Duration) str
 // the claim may take; only their hashes go to the driver, and each plain
 // token only to this caller. Claims made at once in this process share the
 // statement (claimer). With p.Wait and nothing to claim, the claim waits
-// up to that long for a task it can take (claimWaiting). With p.Issue,
-// each claimed task is given its credential before the claim returns, or
-// the claim is given back whole (issue).
+// up to that long for a task it can take (claimWaiting). With
+// p.AgentToken, each claimed task is leased with an agent credential too.
 func (s *Service) Claim(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	if err := cks.ValidateTaskTypes("types", p.Types); err != nil {
 		return nil, err
@@ -768,22 +767,30 @@ func (s *Service) Claim(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, 
 	if p.Wait > 0 {
 		claim = s.claimWaiting
 	}
-	ts, err := claim(ctx, p)
-	if err != nil || p.Issue == nil {
-		return ts, err
-	}
-	return s.issue(ctx, ts, p.Issue)
+	return claim(ctx, p)
 }
 
 // claimNow is Claim's claim, p checked.
 func (s *Service) claimNow(ctx context.Context, p ClaimParams) ([]cks.ClaimedTask, error) {
 	c := &claim{p: p, tokens: make([]string, p.N), hashes: make([]string, p.N)}
+	if p.AgentToken != nil {
+		c.agents, c.agentHashes = make([]string, p.N), make([]string, p.N)
+	}
 	for i := range c.tokens {
 		c.tokens[i] = driver.NewLeaseToken()
 		c.hashes[i] = driver.HashLeaseToken(c.tokens[i])
+		if c.agents != nil {
+			c.agents[i] = driver.NewLeaseToken()
+			c.agentHashes[i] = driver.AgentTokenHash(c.agents[i], c.hashes[i])
+		}
 	}
 	out, err := s.claimer.Do(ctx, c)
 	sortClaimed(out)
+	if p.AgentToken != nil {
+		for _, t := range out {
+			p.AgentToken(t.ID, c.agents[slices.Index(c.tokens, t.LeaseToken)])
+		}
+	}
 	return out, err
 }
 

@@ -24,7 +24,6 @@ import (
 	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/service/auth"
-	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/api"
 )
@@ -372,14 +371,7 @@ func TestSecureCookie(t *testing.T) {
 func TestLoginRefusesClaimCredentials(t *testing.T) {
 	f := newFixture(t)
 	task := f.enqueue(t)
-	claimed, err := f.store.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "w", Types: []string{task.Type}, N: 1, Lease: time.Minute})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	tok, err := auth.IssueTaskToken(context.Background(), f.store.Principals, claimed[0], "w")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tok := backendtest.ClaimAgent(t, f.store, "w", task.Type)
 	resp := postLogin(t, f.srv.URL, tok)
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?error=1" || studioCookie(resp) != nil {
 		t.Fatalf("login with a claim credential: %d to %q, cookie %+v", resp.StatusCode, resp.Header.Get("Location"), studioCookie(resp))

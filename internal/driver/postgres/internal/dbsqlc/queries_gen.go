@@ -129,6 +129,7 @@ type CksOutboxTask struct {
 	LeaseExpiresAt     pgtype.Timestamptz
 	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
+	AgentTokenHash     string
 	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
@@ -1317,6 +1318,28 @@ func (q *Queries) PrincipalAuth(ctx context.Context, db DBTX, tokenHash string) 
 	return i, err
 }
 
+const PrincipalTaskCredential = `-- name: PrincipalTaskCredential :one
+SELECT lease_token_hash, agent_token_hash, claimed_by, claimed_at FROM cks_outbox_tasks
+WHERE task_id = $1
+`
+
+type PrincipalTaskCredentialRow struct {
+	LeaseTokenHash string
+	AgentTokenHash string
+	ClaimedBy      string
+	ClaimedAt      pgtype.Timestamptz
+}
+
+// A task's agent token is checked against its task's row, not a
+// principal's: the claim that leased the task wrote the credential's hash
+// there (agent_token_hash, bound to lease_token_hash).
+func (q *Queries) PrincipalTaskCredential(ctx context.Context, db DBTX, taskID int64) (PrincipalTaskCredentialRow, error) {
+	row := db.QueryRow(ctx, PrincipalTaskCredential, taskID)
+	var i PrincipalTaskCredentialRow
+	err := row.Scan(&i.LeaseTokenHash, &i.AgentTokenHash, &i.ClaimedBy, &i.ClaimedAt)
+	return i, err
+}
+
 const PrincipalGet = `-- name: PrincipalGet :one
 SELECT principal_id, name, token_hash, created_at, task_id, lease_token_hash FROM cks_principals WHERE principal_id = $1
 `
@@ -1760,7 +1783,7 @@ FROM (SELECT
     unnest($28::timestamptz[]) AS updated_at,
     unnest($29::timestamptz[]) AS state_changed_at,
     unnest($30::text[]) AS metadata) AS u
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
 `
 
 type TaskInsertManyParams struct {
@@ -1805,7 +1828,7 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -1865,7 +1888,7 @@ VALUES ($1, $2, $3, $4, $5::jsonb, $6,
     $15, $16, $17, $18,
     $19, $20, $21, $22, $23, $24,
     $25, $26, $27, $28, $29, $30::jsonb)
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
 `
 
 type TaskInsertParams struct {
@@ -1905,24 +1928,24 @@ type TaskInsertParams struct {
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
 	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata)
 	var i CksOutboxTask
-	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata)
+	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata)
 	return i, err
 }
 
 const TaskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 
 `
 
 const TaskGetForUpdate = `-- name: TaskGetForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
 `
 
 const TaskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetForShare = `-- name: TaskGetForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
 `
 
 const TaskChildren = `-- name: TaskChildren :many
@@ -1971,22 +1994,22 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent int64) (in
 }
 
 const TaskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 
 `
 
 const TaskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE
 `
 
 const TaskGetManyForUpdateSkip = `-- name: TaskGetManyForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetManyForShare = `-- name: TaskGetManyForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR SHARE
 `
 
@@ -2282,7 +2305,7 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 }
 
 const TaskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     
     AND (run_after IS NULL OR run_after <= $3)
@@ -2299,7 +2322,7 @@ type TaskClaimableParams struct {
 }
 
 const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
@@ -2317,7 +2340,7 @@ type TaskClaimableOfTypeParams struct {
 }
 
 const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
@@ -2344,22 +2367,24 @@ WITH locked AS (
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    SELECT u.task_id, u.hash, u.agent_hash, u.claimed_by, u.expires_at, u.ms
     FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
-    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($5::text[]), unnest($6::text[]),
-        unnest($7::timestamptz[]), unnest($8::bigint[]))
-        AS u(task_id, hash, claimed_by, expires_at, ms)
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($5::text[]),
+        unnest($6::text[]), unnest($7::text[]),
+        unnest($8::timestamptz[]), unnest($9::bigint[]))
+        AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($9::text, ''), $10::text), attempts = t.attempts + $11::int,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
         claimed_by = p.claimed_by, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
+        agent_token_hash = p.agent_hash,
         lease_expires_at = p.expires_at, lease_renewed_at = $3::timestamptz,
-        lease_ms = p.ms, run_after = $12::timestamptz,
+        lease_ms = p.ms, run_after = $13::timestamptz,
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2371,6 +2396,7 @@ type TaskClaimParams struct {
 	Now              pgtype.Timestamptz
 	Limit            int32
 	LeaseTokenHashes []string
+	AgentTokenHashes []string
 	ClaimedBys       []string
 	LeaseExpiresAts  []time.Time
 	LeaseMss         []int64
@@ -2402,6 +2428,7 @@ type TaskClaimRow struct {
 	LeaseExpiresAt     pgtype.Timestamptz
 	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
+	AgentTokenHash     string
 	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
@@ -2425,22 +2452,24 @@ WITH locked AS (
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    SELECT u.task_id, u.hash, u.agent_hash, u.claimed_by, u.expires_at, u.ms
     FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
-    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($6::text[]), unnest($7::text[]),
-        unnest($8::timestamptz[]), unnest($9::bigint[]))
-        AS u(task_id, hash, claimed_by, expires_at, ms)
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($6::text[]),
+        unnest($7::text[]), unnest($8::text[]),
+        unnest($9::timestamptz[]), unnest($10::bigint[]))
+        AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($11::text, ''), $12::text), attempts = t.attempts + $13::int,
         claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        agent_token_hash = p.agent_hash,
         lease_expires_at = p.expires_at, lease_renewed_at = $4::timestamptz,
-        lease_ms = p.ms, run_after = $13::timestamptz,
+        lease_ms = p.ms, run_after = $14::timestamptz,
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2453,6 +2482,7 @@ type TaskClaimOfTypeParams struct {
 	Now              pgtype.Timestamptz
 	Limit            int32
 	LeaseTokenHashes []string
+	AgentTokenHashes []string
 	ClaimedBys       []string
 	LeaseExpiresAts  []time.Time
 	LeaseMss         []int64
@@ -2484,6 +2514,7 @@ type TaskClaimOfTypeRow struct {
 	LeaseExpiresAt     pgtype.Timestamptz
 	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
+	AgentTokenHash     string
 	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
@@ -2507,22 +2538,24 @@ WITH locked AS (
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    SELECT u.task_id, u.hash, u.agent_hash, u.claimed_by, u.expires_at, u.ms
     FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
-    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($6::text[]), unnest($7::text[]),
-        unnest($8::timestamptz[]), unnest($9::bigint[]))
-        AS u(task_id, hash, claimed_by, expires_at, ms)
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($6::text[]),
+        unnest($7::text[]), unnest($8::text[]),
+        unnest($9::timestamptz[]), unnest($10::bigint[]))
+        AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
 ), claimed AS (
-    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($10::text, ''), $11::text), attempts = t.attempts + $12::int,
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($11::text, ''), $12::text), attempts = t.attempts + $13::int,
         claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        agent_token_hash = p.agent_hash,
         lease_expires_at = p.expires_at, lease_renewed_at = $4::timestamptz,
-        lease_ms = p.ms, run_after = $13::timestamptz,
+        lease_ms = p.ms, run_after = $14::timestamptz,
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2535,6 +2568,7 @@ type TaskClaimOfTypesParams struct {
 	Now              pgtype.Timestamptz
 	Limit            int32
 	LeaseTokenHashes []string
+	AgentTokenHashes []string
 	ClaimedBys       []string
 	LeaseExpiresAts  []time.Time
 	LeaseMss         []int64
@@ -2566,6 +2600,7 @@ type TaskClaimOfTypesRow struct {
 	LeaseExpiresAt     pgtype.Timestamptz
 	LeaseRenewedAt     pgtype.Timestamptz
 	LeaseMs            int64
+	AgentTokenHash     string
 	RunAfter           pgtype.Timestamptz
 	Result             string
 	LastError          string
@@ -2580,7 +2615,7 @@ type TaskClaimOfTypesRow struct {
 }
 
 const TaskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE state = ANY($1::text[]) AND state <> ALL($2::text[])
     AND lease_expires_at <= $3
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= $4)
@@ -2598,7 +2633,7 @@ type TaskLeaseExpiredParams struct {
 }
 
 const TaskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -2628,7 +2663,7 @@ type TaskListParams struct {
 }
 
 const TaskListForUpdate = `-- name: TaskListForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -2658,7 +2693,7 @@ type TaskListForUpdateParams struct {
 }
 
 const TaskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
     
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -2689,7 +2724,7 @@ type TaskListIDDescParams struct {
 }
 
 const TaskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-infinity'::timestamptz
         ELSE $2::timestamptz END, $1::bigint)
     
@@ -2722,7 +2757,7 @@ type TaskListUpdatedParams struct {
 }
 
 const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'infinity'::timestamptz
         ELSE $2::timestamptz END,
         CASE WHEN $1::bigint = 0 THEN 9223372036854775807 ELSE $1::bigint END)
@@ -2757,7 +2792,7 @@ type TaskListUpdatedDescParams struct {
 }
 
 const TaskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR priority < $2::integer
         OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
     
@@ -3039,7 +3074,7 @@ ORDER BY task_id, depends_on
 `
 
 const TaskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3052,7 +3087,7 @@ type TaskDependantsParams struct {
 }
 
 const TaskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3065,7 +3100,7 @@ type TaskDependantsForUpdateParams struct {
 }
 
 const TaskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3078,7 +3113,7 @@ type TaskDependantsForUpdateSkipParams struct {
 }
 
 const TaskDependantsForShare = `-- name: TaskDependantsForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id

@@ -291,14 +291,16 @@ WITH locked AS (
     LIMIT @limit
     FOR UPDATE SKIP LOCKED
 ), picked AS (
-    SELECT u.task_id, u.hash, u.claimed_by, u.expires_at, u.ms
+    SELECT u.task_id, u.hash, u.agent_hash, u.claimed_by, u.expires_at, u.ms
     FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
-    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]), unnest(@claimed_bys::text[]),
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest(@lease_token_hashes::text[]),
+        unnest(@agent_token_hashes::text[]), unnest(@claimed_bys::text[]),
         unnest(@lease_expires_ats::timestamptz[]), unnest(@lease_mss::bigint[]))
-        AS u(task_id, hash, claimed_by, expires_at, ms)
+        AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF(@then_to::text, ''), @to_state::text), attempts = t.attempts + @attempts_added::int,
         claimed_by = p.claimed_by, claimed_at = @now::timestamptz, lease_token_hash = p.hash,
+        agent_token_hash = p.agent_hash,
         lease_expires_at = p.expires_at, lease_renewed_at = @now::timestamptz,
         lease_ms = p.ms, run_after = sqlc.narg(run_after)::timestamptz,
         updated_at = @now::timestamptz, state_changed_at = @now::timestamptz

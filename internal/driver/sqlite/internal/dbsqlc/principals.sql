@@ -23,6 +23,13 @@ WHERE p.token_hash = @token_hash
         WHERE t.task_id = p.task_id AND t.lease_token_hash <> ''
             AND t.lease_token_hash = p.lease_token_hash));
 
+-- A task's agent token is checked against its task's row, not a
+-- principal's: the claim that leased the task wrote the credential's hash
+-- there (agent_token_hash, bound to lease_token_hash).
+-- name: PrincipalTaskCredential :one
+SELECT lease_token_hash, agent_token_hash, claimed_by, claimed_at FROM cks_outbox_tasks
+WHERE task_id = @task_id;
+
 -- name: PrincipalGet :one
 SELECT * FROM cks_principals WHERE principal_id = @principal_id;
 

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     lease_expires_at TEXT,
     lease_renewed_at TEXT,
     lease_ms INTEGER NOT NULL DEFAULT 0,
+    agent_token_hash TEXT NOT NULL DEFAULT '',
     run_after TEXT,
     result TEXT NOT NULL DEFAULT '',
     last_error TEXT NOT NULL DEFAULT '',

@@ -85,9 +85,9 @@ WHERE task_id = @task_id;
 -- name: TaskClaimMove :execrows
 UPDATE cks_outbox_tasks SET
     state = @state, attempts = @attempts, claimed_by = @claimed_by, claimed_at = @claimed_at,
-    lease_token_hash = @lease_token_hash, lease_expires_at = @lease_expires_at,
-    lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
-    updated_at = @updated_at, state_changed_at = @state_changed_at
+    lease_token_hash = @lease_token_hash, agent_token_hash = @agent_token_hash,
+    lease_expires_at = @lease_expires_at, lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms,
+    run_after = @run_after, updated_at = @updated_at, state_changed_at = @state_changed_at
 WHERE task_id = @task_id;
 
 -- The claim queries come in two forms: any type or several (a type IN
