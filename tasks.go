@@ -20,6 +20,9 @@ const (
 	DefaultListLimit = 100
 	// MaxListLimit bounds TaskFilter.Limit.
 	MaxListLimit = 1000
+	// MaxDelay is how far ahead a delayed task may be held back
+	// (NewTask.Delay, NewTask.RunAfter): a year and a day.
+	MaxDelay = 366 * 24 * time.Hour
 )
 
 // TaskState is the lifecycle state of a task (ADR 0020). The twelve states
@@ -130,7 +133,9 @@ type Task struct {
 	LeaseExpiresAt time.Time `json:"lease_expires_at,omitzero"`
 	// LeaseRenewedAt is the time of the claim or of the last heartbeat.
 	LeaseRenewedAt time.Time `json:"lease_renewed_at,omitzero"`
-	// RunAfter holds a retried task back from claims until that time.
+	// RunAfter holds an OPEN task back from claims until that time: a
+	// delayed task's (NewTask.RunAfter, NewTask.Delay) or a retry's
+	// backoff. A claim clears it.
 	RunAfter   time.Time `json:"run_after,omitzero"`
 	Result     string    `json:"result,omitempty"`
 	LastError  string    `json:"last_error,omitempty"`
@@ -272,6 +277,26 @@ type NewTask struct {
 	CreatedBy string `json:"-"`
 	// Metadata, when set, must be a JSON object; empty means {}.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// RunAfter, when set, makes a delayed task: it is OPEN (or WAITING for
+	// its dependencies) with this run_after, and no claim takes it before
+	// then. A time already past is now; at most MaxDelay ahead.
+	RunAfter time.Time `json:"run_after,omitzero"`
+	// Delay is RunAfter as a duration from the enqueue ("10m", "24h"), at
+	// most MaxDelay; not with RunAfter.
+	Delay Duration `json:"delay,omitempty"`
+}
+
+// DelayDuration is n.Delay parsed (0 when empty), or a FieldError naming
+// delay when it is not a duration from 0 to MaxDelay.
+func (n NewTask) DelayDuration() (time.Duration, error) {
+	if n.Delay == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(string(n.Delay))
+	if err != nil || d < 0 || d > MaxDelay {
+		return 0, fieldError("delay", fmt.Sprintf("a duration such as 10m or 24h, from 0 to %.0fh", MaxDelay.Hours()))
+	}
+	return d, nil
 }
 
 // Validate reports the first field of n that Enqueue must refuse, and fills in
@@ -300,6 +325,11 @@ func (n NewTask) Validate() (NewTask, error) {
 		return n, fieldError("metadata", "a JSON object")
 	case n.ParentID != nil && *n.ParentID <= 0:
 		return n, fieldError("parent_id", "the id of an existing task")
+	case n.Delay != "" && !n.RunAfter.IsZero():
+		return n, fieldError("run_after", "either run_after or delay, not both")
+	}
+	if _, err := n.DelayDuration(); err != nil {
+		return n, err
 	}
 	seen := map[int64]bool{}
 	deps := make([]int64, 0, len(n.DependsOn))

@@ -268,13 +268,15 @@ func assign(f reflect.Value, v any) {
 }
 
 // valueFor is the flag of a field of type t: text, an integer, a number, a
-// boolean, a duration (cks.Duration), a list (repeated or comma-separated
+// boolean, a duration (cks.Duration), a time (RFC 3339), a list (repeated or comma-separated
 // items), or a JSON value (json.RawMessage, and any other type, decoded
 // into it).
 func valueFor(name string, t reflect.Type, noun string) fieldValue {
 	switch t {
 	case reflect.TypeFor[cks.Duration]():
 		return &scalar[string]{name: "DURATION", parse: parseDuration}
+	case reflect.TypeFor[time.Time]():
+		return &scalar[time.Time]{name: "TIME", parse: parseTime}
 	case reflect.TypeFor[json.RawMessage]():
 		return &jsonValue{flag: name, typ: t}
 	}
@@ -348,6 +350,16 @@ func parseBool(s string) (bool, error) {
 		return false, fmt.Errorf("expected true or false, got %q", s)
 	}
 	return b, nil
+}
+
+// parseTime reads a time flag: RFC 3339 (2026-12-24T18:00:00Z, or with an
+// offset), as the API writes times.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("expected a time in RFC 3339 (such as 2026-12-24T18:00:00Z), got %q", s)
+	}
+	return t, nil
 }
 
 // parseDuration reads a duration flag (30s, 2m), sent as written once it

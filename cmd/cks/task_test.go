@@ -58,6 +58,27 @@ func TestTaskCLI(t *testing.T) {
 	if dup := decode(run("task", "create", "--type", "research", "--dedupe-key", "bees", "--json")); dup.ID != a.ID {
 		t.Fatalf("dedupe returned %d, want %d", dup.ID, a.ID)
 	}
+	// Delayed tasks: --delay DURATION, --run-after TIME (RFC 3339); a time
+	// that is none is a usage error naming the flag.
+	var delayed struct {
+		State    string    `json:"state"`
+		RunAfter time.Time `json:"run_after"`
+	}
+	before := time.Now().Truncate(time.Millisecond) // the hub keeps microseconds
+	rd := run("task", "create", "--type", "later", "--delay", "1h", "--json")
+	after := time.Now()
+	if err := json.Unmarshal([]byte(rd.stdout), &delayed); rd.code != 0 || err != nil || delayed.State != "OPEN" ||
+		delayed.RunAfter.Before(before.Add(time.Hour)) || delayed.RunAfter.After(after.Add(time.Hour)) {
+		t.Fatalf("create --delay 1h between %s and %s: exit %d %v: %s%s", before, after, rd.code, err, rd.stdout, rd.stderr)
+	}
+	at := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	rd = run("task", "create", "--type", "later", "--run-after", at.Format(time.RFC3339), "--json")
+	if err := json.Unmarshal([]byte(rd.stdout), &delayed); rd.code != 0 || err != nil || !delayed.RunAfter.Equal(at) {
+		t.Fatalf("create --run-after: exit %d %v: %s%s", rd.code, err, rd.stdout, rd.stderr)
+	}
+	if r := run("task", "create", "--type", "later", "--run-after", "tomorrow"); r.code != 2 || !strings.Contains(r.stderr, "run-after") {
+		t.Fatalf("create --run-after tomorrow: exit %d: %s", r.code, r.stderr)
+	}
 	// A JSON flag reads @FILE: the payload is the file's JSON as written.
 	file := filepath.Join(t.TempDir(), "payload.json")
 	if err := os.WriteFile(file, []byte(`{"from":"a file","n":[1,2]}`), 0o600); err != nil {
@@ -125,7 +146,7 @@ func TestTaskCLI(t *testing.T) {
 		}
 	}
 	r = run("task", "list", "--json")
-	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 3 {
+	if err := json.Unmarshal([]byte(r.stdout), &page); err != nil || len(page.Tasks) != 5 { // a, b, the filed one and the two delayed ones
 		t.Fatalf("bad input changed the ledger: %d tasks", len(page.Tasks))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -39,7 +40,8 @@ type presence func(path string) bool
 // level for the permission check (Call's gate). A scan holds no more than
 // the input's scalars: a list is counted, never kept.
 type scan struct {
-	// err is the first list past its bound (a FieldError naming it).
+	// err is the first list past its bound or time that is none (a
+	// FieldError naming it).
 	err error
 	// keys are the top-level keys that name a field, in order (an
 	// unknown one Decode refuses).
@@ -131,6 +133,8 @@ func (d *scanner) value(f field, path string, draft reflect.Value) error {
 		t = t.Elem()
 	}
 	switch {
+	case t == reflect.TypeFor[time.Time]():
+		return d.time(path)
 	case listOf(t) && kind == '[':
 		return d.list(f, t.Elem(), path)
 	case t.Kind() == reflect.Struct && kind == '{':
@@ -149,6 +153,22 @@ func (d *scanner) value(f field, path string, draft reflect.Value) error {
 		d.sent[path] = true
 	}
 	_ = json.Unmarshal(raw, draft.FieldByIndex(f.index).Addr().Interface()) // leniently: a wrong type stays zero
+	return nil
+}
+
+// time reads a time field at path: anything but a string in RFC 3339 (as
+// time.Time reads one) is the scan's error, a FieldError naming the field
+// — decoding would fail on it without naming the field, quoting the value
+// whole.
+func (d *scanner) time(path string) error {
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	var t time.Time
+	if json.Unmarshal(raw, &t) != nil && d.err == nil {
+		d.err = &cks.FieldError{Field: path, Expected: "a time in RFC 3339, such as 2026-12-24T18:00:00Z"}
+	}
 	return nil
 }
 

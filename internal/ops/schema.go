@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -104,6 +105,12 @@ func boundField(p *jsonschema.Schema, f field, r rule) {
 	}
 	if r.def != nil {
 		p.Default, _ = json.Marshal(r.def)
+	}
+	if t := f.typ; t == reflect.TypeFor[time.Time]() || t == reflect.TypeFor[*time.Time]() {
+		// A time (RFC 3339) is bounded by its format; the scan refuses
+		// any other text (scanner.time).
+		p.Format = "date-time"
+		return
 	}
 	for _, b := range append([]*jsonschema.Schema{p}, p.AnyOf...) {
 		switch {

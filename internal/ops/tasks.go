@@ -227,6 +227,8 @@ var newTaskDocs = map[string]string{
 	"dedupe_key":          "when a live task has this key it is returned instead of creating another",
 	"dedupe_once":         "with dedupe_key: a finished task with the key counts too, so the key is used at most once ever",
 	"metadata":            "a JSON object for the caller's own use",
+	"run_after":           "a delayed task: no claim takes it before this time (RFC 3339; a past time is now; at most a year and a day ahead); it is OPEN meanwhile, run_after shown",
+	"delay":               "run_after as a duration from now, such as 10m or 24h (not with run_after)",
 }
 
 // CreateTask is create_task.
@@ -235,6 +237,8 @@ var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 		Title:   "Create task",
 		Summary: "enqueue a task (201; 200 with created false on a dedupe hit)",
 		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
+			"With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, " +
+			"and a waiting claim (wait_s) hears of it the moment it is due. " +
 			"Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task " +
 			"already has, that task is returned with created=false instead (a conflict, naming no task, when the caller " +
 			"may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error " +

@@ -118,6 +118,26 @@ func (s *Service) enqueueTx(ctx context.Context, ex driver.Executor, now time.Ti
 	return out[0].Task, out[0].Created, nil
 }
 
+// delayedUntil is the run_after a new task n gets when enqueued at now:
+// now+Delay, or RunAfter (a time already past is no delay: zero), or zero
+// for a task that is not delayed. A RunAfter more than cks.MaxDelay
+// ahead is a FieldError naming field.
+func delayedUntil(n cks.NewTask, now time.Time, field string) (time.Time, error) {
+	d, err := n.DelayDuration()
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case d > 0:
+		return now.Add(d), nil
+	case n.RunAfter.IsZero() || !n.RunAfter.After(now):
+		return time.Time{}, nil
+	case n.RunAfter.Sub(now) > cks.MaxDelay:
+		return time.Time{}, &cks.FieldError{Field: field,
+			Expected: fmt.Sprintf("a time at most %.0fh ahead (%s at the latest)", cks.MaxDelay.Hours(), now.Add(cks.MaxDelay).Format(time.RFC3339))}
+	}
+	return driver.Time(n.RunAfter), nil
+}
+
 // dedupeHit is what an enqueue batch knows of one dedupe key: the newest
 // live task with it (what an item gets), and the task a DedupeOnce item
 // gets — the live one first, else the newest finished one; 0 for none. An
@@ -224,6 +244,9 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			CreatedAt: now, UpdatedAt: now, StateChangedAt: now, Metadata: n.Metadata}
 		if n.ParentID != nil {
 			rows[k].ParentID = *n.ParentID
+		}
+		if rows[k].RunAfter, err = delayedUntil(n, now, name(i, "run_after")); err != nil {
+			return nil, err
 		}
 	}
 	if len(rows) > 0 {

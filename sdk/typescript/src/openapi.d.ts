@@ -364,7 +364,7 @@ export interface paths {
         put?: never;
         /**
          * enqueue a task (201; 200 with created false on a dedupe hit)
-         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
+         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
          */
         post: operations["create_task"];
         delete?: never;
@@ -1344,6 +1344,8 @@ export interface components {
             dedupe_key?: string;
             /** @description with dedupe_key: a finished task with the key counts too, so the key is used at most once ever */
             dedupe_once?: boolean;
+            /** @description run_after as a duration from now, such as 10m or 24h (not with run_after) */
+            delay?: string;
             /** @description tasks that must be COMPLETED before this one is claimable */
             depends_on?: null | number[];
             /** @description what to do */
@@ -1364,6 +1366,11 @@ export interface components {
              * @default 0
              */
             priority?: number;
+            /**
+             * Format: date-time
+             * @description a delayed task: no claim takes it before this time (RFC 3339; a past time is now; at most a year and a day ahead); it is OPEN meanwhile, run_after shown
+             */
+            run_after?: string;
             /** @description a short human title */
             title?: string;
             /** @description the task type; agents claim tasks by type */
