@@ -413,7 +413,7 @@ func OnlyMoved(before, after TaskRow) bool {
 		before.Priority == after.Priority && before.MaxAttempts == after.MaxAttempts &&
 		before.Revision == after.Revision && before.ParentID == after.ParentID &&
 		before.DedupeKey == after.DedupeKey && before.CreatedBy == after.CreatedBy &&
-		before.CreatedAt.Equal(after.CreatedAt) &&
+		before.AgentTokenHash == after.AgentTokenHash && before.CreatedAt.Equal(after.CreatedAt) &&
 		bytes.Equal(before.Payload, after.Payload) && bytes.Equal(before.Metadata, after.Metadata)
 }
 

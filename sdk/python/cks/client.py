@@ -161,14 +161,19 @@ class Client:
         parent_id: int | None = None,
         dedupe_key: str | None = None,
         dedupe_once: bool | None = None,
+        run_after: str | None = None,
+        delay: str | None = None,
     ) -> dict[str, Any]:
-        """Create a task of ``type``; answers ``{"task": {...}, "created": bool}`` (created false: a dedupe_key matched)."""
+        """Create a task of ``type``; answers ``{"task": {...}, "created": bool}`` (created false: a dedupe_key matched).
+        ``run_after`` (RFC 3339, "2026-12-24T18:00:00Z") or ``delay`` ("10m", "24h") makes a delayed task:
+        OPEN with that ``run_after``, claimed by nobody before then."""
         return self.call("create_task", {
             "type": type, "title": title, "description": description,
             "acceptance_criteria": acceptance_criteria, "payload": payload, "metadata": metadata,
             "priority": priority, "max_attempts": max_attempts,
             "depends_on": list(depends_on) if depends_on is not None else None,
             "parent_id": parent_id, "dedupe_key": dedupe_key, "dedupe_once": dedupe_once,
+            "run_after": run_after, "delay": delay,
         })
 
     def get_task(self, task_id: int) -> dict[str, Any]:

@@ -33,6 +33,17 @@ class ClientTest(unittest.TestCase):
             self.client.create_task(unique("sdk-prio"), priority=5000)
         self.assertEqual(cm.exception.field, "priority")
 
+    def test_delayed_task(self) -> None:
+        t = unique("sdk-delay")
+        task = self.client.create_task(t, delay="1h")["task"]
+        self.assertEqual(task["state"], "OPEN")
+        self.assertIn("run_after", task)
+        claimed = self.client.call("claim_tasks", {"types": [t]})
+        self.assertEqual(claimed["tasks"], [])
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.create_task(t, run_after="tomorrow")
+        self.assertEqual(cm.exception.field, "run_after")
+
     def test_not_found(self) -> None:
         with self.assertRaises(NotFound) as cm:
             self.client.get_task(10**12)
