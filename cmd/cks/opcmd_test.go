@@ -172,7 +172,7 @@ func TestFlagsReachTheirFields(t *testing.T) {
 // zero, by the flag's placeholder.
 func sampleFlag(t *testing.T, p param) string {
 	samples := map[string]string{"TEXT": "x", "N": "7", "X": "1.5", "": "true", "DURATION": "2s", "A,B": "a,b", "ID,ID": "3,4",
-		"TYPE:TITLE": "t:a title", "PERMISSION:RESOURCE": "read:/"}
+		"TYPE:TITLE": "t:a title", "PERMISSION:RESOURCE": "read:/", "TIME": "2026-12-24T18:00:00Z"}
 	if v, ok := p.value.(*jsonValue); ok && v.typ == reflect.TypeFor[json.RawMessage]() {
 		return `{"k":1}`
 	}
