@@ -318,8 +318,7 @@ func TaskTokenGrants(id int64) []cks.Grant {
 // its bearer token, which is not stored (only its hash is) and cannot be
 // shown again. Every grant must be valid (ValidGrant).
 func CreateToken(ctx context.Context, s *Service, c clock.Clock, name string, grants []cks.Grant) (cks.Principal, string, error) {
-	p := cks.Principal{Name: name}
-	if strings.TrimSpace(p.Name) == "" {
+	if strings.TrimSpace(name) == "" {
 		return cks.Principal{}, "", &cks.FieldError{Field: "name", Expected: "a non-empty token name"}
 	}
 	for _, g := range grants {
@@ -334,7 +333,7 @@ func CreateToken(ctx context.Context, s *Service, c clock.Clock, name string, gr
 	if err != nil {
 		return cks.Principal{}, "", err
 	}
-	p.ID, p.CreatedAt = uuid.NewString(), driver.Time(c.Now())
+	p := cks.Principal{ID: uuid.NewString(), Name: name, CreatedAt: driver.Time(c.Now())}
 	if err := s.CreatePrincipal(ctx, p, HashToken(tok), grants); err != nil {
 		return cks.Principal{}, "", fmt.Errorf("auth: create token %q: %w", p.Name, err)
 	}

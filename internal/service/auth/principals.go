@@ -14,9 +14,11 @@ import (
 // the checks of a bearer token (Authenticate), a session (Login,
 // AuthenticateSession, Logout) and a permission (Check, checkWithin), with
 // every rule of them here, once for both dialects — the input check
-// (validatePrincipal), a principal and its grants written in one transaction, the lease binding of a task
-// credential (it authenticates only while its task's lease is the one it
-// was issued with: the driver's PrincipalByTokenHash decides it in the read
+// (validatePrincipal), a principal and its grants written in one
+// transaction, the lease binding of a task's agent token (it authenticates
+// only while its task's lease is the one it was issued with: taskAuth
+// checks it against the task's row, and for the principal rows earlier
+// versions wrote the driver's PrincipalByTokenHash decides it in the read
 // that finds it, so a credential dies in the very transaction that ends its
 // lease), listings that never show a token hash, and a delete that keeps
 // one principal holding admin on "/" (the check and the delete in one

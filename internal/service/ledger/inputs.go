@@ -1,8 +1,6 @@
 package ledger
 
-import (
-	"time"
-)
+import "time"
 
 // ClaimParams is one claim (Claim).
 type ClaimParams struct {
