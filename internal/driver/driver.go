@@ -656,14 +656,14 @@ type TaskDependantsParams struct {
 
 // TaskEventRow is one row of cks_task_events.
 type TaskEventRow struct {
-	ID      int64
-	TaskID  int64
-	At      time.Time
-	Actor   string
-	From    string // "" for the creation event
-	To      string
-	Attempt int
-	Reason  string
+	EventID   int64
+	TaskID    int64
+	At        time.Time
+	Actor     string
+	FromState string // "" for the creation event
+	ToState   string
+	Attempt   int
+	Reason    string
 	// Changes is the JSON of an edit's changes (the ledger's: each field's
 	// old and new value), "" for an event that changed no field.
 	Changes string
@@ -749,18 +749,19 @@ type AbortPendingDueParams struct {
 // carries the hash of the current claim token, which never leaves the
 // services.
 type ObjectRow struct {
-	ID          int64
-	Kind        string
-	Title       string
-	Content     []byte // canonical JSON, byte for byte
-	ContentHash string
-	Status      string
-	ClaimedBy   string
-	// ClaimTokenHash is the SHA-256 (hex) of the current claim token; ""
-	// when the object is unclaimed.
-	ClaimTokenHash string
-	ClaimedAt      time.Time
-	Round          int
+	ID            int64
+	Kind          string
+	Title         string
+	Content       []byte // canonical JSON, byte for byte
+	ContentHash   string
+	CurrentStatus string
+	ClaimedBy     string
+	// ClaimToken is the SHA-256 (hex) of the current claim token, never
+	// the token itself (the column claim_token is named for what it
+	// stands for); "" when the object is unclaimed.
+	ClaimToken string
+	ClaimedAt  time.Time
+	Round      int
 	// HeadVersion is the number of the latest written version (whose
 	// content the row carries). Versions are numbered 1, 2, 3 … within
 	// each object, so it is also the object's highest number. Heads counts
@@ -1160,9 +1161,9 @@ type PrincipalRow struct {
 	Name      string
 	TokenHash string
 	CreatedAt time.Time
-	// LeaseTaskID and LeaseTokenHash bind a task-scoped credential to the
+	// TaskID and LeaseTokenHash bind a task-scoped credential to the
 	// lease it was issued with (0 and "" for an unbound principal).
-	LeaseTaskID    int64
+	TaskID         int64
 	LeaseTokenHash string
 }
 

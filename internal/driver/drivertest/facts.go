@@ -192,7 +192,7 @@ func Purge(t *testing.T, newDB NewDB) {
 				t.Errorf("object %d keeps %d entries, want %d", o[i], len(got), want)
 			}
 		}
-		if got, err := ex.ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: o}); err != nil || len(got) != 3 || got[0].Status != "done" {
+		if got, err := ex.ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: o}); err != nil || len(got) != 3 || got[0].CurrentStatus != "done" {
 			t.Errorf("objects after the purge: %+v, %v (their rows stay)", got, err)
 		}
 		refused("after a purge")

@@ -17,7 +17,7 @@ import (
 func objectRow(kind, status string, s int) driver.ObjectRow {
 	at := T0.Add(time.Duration(s) * time.Second)
 	return driver.ObjectRow{Kind: kind, Title: "title of " + kind, Content: []byte(`{"k":"` + kind + `"}`),
-		ContentHash: "hash-" + kind, Status: status, HeadVersion: 1, Heads: 1, CreatedBy: "maker",
+		ContentHash: "hash-" + kind, CurrentStatus: status, HeadVersion: 1, Heads: 1, CreatedBy: "maker",
 		CreatedAt: at, UpdatedAt: at}
 }
 
@@ -73,9 +73,9 @@ func diffObject(a, b driver.ObjectRow) string {
 		return "kind or title"
 	case string(a.Content) != string(b.Content) || a.ContentHash != b.ContentHash:
 		return "content"
-	case a.Status != b.Status:
+	case a.CurrentStatus != b.CurrentStatus:
 		return "status"
-	case a.ClaimedBy != b.ClaimedBy || a.ClaimTokenHash != b.ClaimTokenHash || a.ClaimedAt != b.ClaimedAt:
+	case a.ClaimedBy != b.ClaimedBy || a.ClaimToken != b.ClaimToken || a.ClaimedAt != b.ClaimedAt:
 		return "claim"
 	case a.Round != b.Round || a.HeadVersion != b.HeadVersion || a.Heads != b.Heads:
 		return "round or heads"
@@ -120,7 +120,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		ex, ctx := d.Executor(), Ctx(t)
 		full := objectRow("question", "awaiting_research", 0)
 		full.Content = []byte(`{"a":[1,2.50],"s":"é 😀 \u003c"}`) // stored byte for byte
-		full.ClaimedBy, full.ClaimTokenHash, full.ClaimedAt = "w", "token-hash", T0.Add(1500*time.Microsecond)
+		full.ClaimedBy, full.ClaimToken, full.ClaimedAt = "w", "token-hash", T0.Add(1500*time.Microsecond)
 		full.Round, full.HeadVersion, full.Heads = 2, 7, 3
 		bare := driver.ObjectRow{Kind: "critique", Content: []byte(`{}`), ContentHash: "h", CreatedAt: T0, UpdatedAt: T0}
 		rows := insertObjects(t, ex, full, bare, objectRow("claim", "", 1))
@@ -184,7 +184,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		// content; c: untouched; and an unknown id, not counted.
 		a := rows[0]
 		a.Content, a.ContentHash = nil, "ignored"
-		a.Status, a.ClaimedBy, a.ClaimTokenHash, a.ClaimedAt, a.Round, a.UpdatedAt = "s2", "w", "th", later, 1, later
+		a.CurrentStatus, a.ClaimedBy, a.ClaimToken, a.ClaimedAt, a.Round, a.UpdatedAt = "s2", "w", "th", later, 1, later
 		b := rows[1]
 		b.Content, b.ContentHash, b.HeadVersion, b.Heads, b.UpdatedAt = []byte(`{"new": true}`), "new-hash", 2, 2, later
 		b.Kind, b.Title, b.CreatedBy, b.CreatedAt = "changed", "changed", "changed", later // never written
@@ -194,17 +194,17 @@ func Knowledge(t *testing.T, newDB NewDB) {
 			t.Fatalf("object update wrote %d rows, want 2", n)
 		}
 		wantA := rows[0]
-		wantA.Status, wantA.ClaimedBy, wantA.ClaimTokenHash, wantA.ClaimedAt, wantA.Round, wantA.UpdatedAt = "s2", "w", "th", later, 1, later
+		wantA.CurrentStatus, wantA.ClaimedBy, wantA.ClaimToken, wantA.ClaimedAt, wantA.Round, wantA.UpdatedAt = "s2", "w", "th", later, 1, later
 		wantB := rows[1]
 		wantB.Content, wantB.ContentHash, wantB.HeadVersion, wantB.Heads, wantB.UpdatedAt = []byte(`{"new": true}`), "new-hash", 2, 2, later
 		wantObjects(t, "after the update", getObjects(t, ex, objectIDsOf(rows)...), []driver.ObjectRow{wantA, wantB, rows[2]})
 		// Clearing a claim maps back to NULL.
 		a = wantA
-		a.Content, a.ClaimedBy, a.ClaimTokenHash, a.ClaimedAt = nil, "", "", time.Time{}
+		a.Content, a.ClaimedBy, a.ClaimToken, a.ClaimedAt = nil, "", "", time.Time{}
 		if n, err := ex.ObjectUpdateMany(ctx, []driver.ObjectRow{a}); err != nil || n != 1 {
 			t.Fatalf("release update = %d, %v", n, err)
 		}
-		wantA.ClaimedBy, wantA.ClaimTokenHash, wantA.ClaimedAt = "", "", time.Time{}
+		wantA.ClaimedBy, wantA.ClaimToken, wantA.ClaimedAt = "", "", time.Time{}
 		wantObjects(t, "after the release", getObjects(t, ex, a.ID), []driver.ObjectRow{wantA})
 		if got, err := ex.ObjectClaimedBefore(ctx, driver.ObjectClaimedBeforeParams{Before: later.Add(time.Hour)}); err != nil || len(got) != 0 {
 			t.Fatalf("released claim still found: %v, %v", objectIDsOf(got), err)
@@ -228,7 +228,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 			searchable,                           // 5
 		)
 		claimed := rows[0]
-		claimed.Content, claimed.ClaimedBy, claimed.ClaimTokenHash, claimed.ClaimedAt = nil, "w", "th", T0
+		claimed.Content, claimed.ClaimedBy, claimed.ClaimToken, claimed.ClaimedAt = nil, "w", "th", T0
 		must(t, "claim", ErrOnly(ex.ObjectUpdateMany(ctx, []driver.ObjectRow{claimed})))
 		id := func(is ...int) string {
 			ids := make([]int64, len(is))
@@ -280,7 +280,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		rows := insertObjects(t, ex, objectRow("q", "todo", 0), objectRow("q", "other", 0), objectRow("q", "todo", 0),
 			objectRow("q", "todo", 0), objectRow("q", "todo", 0))
 		held := rows[2]
-		held.Content, held.ClaimedBy, held.ClaimTokenHash, held.ClaimedAt = nil, "w", "th", T0
+		held.Content, held.ClaimedBy, held.ClaimToken, held.ClaimedAt = nil, "w", "th", T0
 		must(t, "claim", ErrOnly(ex.ObjectUpdateMany(ctx, []driver.ObjectRow{held})))
 		got, err := ex.ObjectClaimable(ctx, driver.ObjectClaimableParams{Status: "todo", Limit: 2})
 		must(t, "claimable", err)
@@ -357,7 +357,7 @@ func Knowledge(t *testing.T, newDB NewDB) {
 		var claims []driver.ObjectRow
 		for i, at := range []time.Duration{2 * time.Minute, time.Minute, time.Minute + time.Microsecond} {
 			c := rows[i]
-			c.Content, c.ClaimedBy, c.ClaimTokenHash, c.ClaimedAt = nil, "w", fmt.Sprint("t", i), T0.Add(at)
+			c.Content, c.ClaimedBy, c.ClaimToken, c.ClaimedAt = nil, "w", fmt.Sprint("t", i), T0.Add(at)
 			claims = append(claims, c)
 		}
 		must(t, "claims", ErrOnly(ex.ObjectUpdateMany(ctx, claims)))

@@ -84,7 +84,7 @@ func checkLegacyKnowledge(t testing.TB, ex driver.Executor) {
 		t.Fatalf("objects %+v, want the question and the claim", objs)
 	}
 	q, c := objs[0], objs[1]
-	if q.Kind != "question" || q.Title != "why?" || q.Status != "awaiting_research" || q.HeadVersion != 2 || q.Heads != 1 ||
+	if q.Kind != "question" || q.Title != "why?" || q.CurrentStatus != "awaiting_research" || q.HeadVersion != 2 || q.Heads != 1 ||
 		string(q.Content) != `{"q":"how?"}` || q.CreatedBy != "cli" || q.CreatedAt != T0 || q.ClaimedBy != "" || !q.ClaimedAt.IsZero() {
 		t.Errorf("question reads %+v", q)
 	}
@@ -141,7 +141,7 @@ func checkLegacyTasks(t testing.TB, ex driver.Executor) {
 	must(t, "events", err)
 	var path []string
 	for _, e := range events {
-		path = append(path, e.From+">"+e.To)
+		path = append(path, e.FromState+">"+e.ToState)
 	}
 	if want := []string{">OPEN", "OPEN>CLAIMED", "CLAIMED>RUNNING", "RUNNING>STOPPED"}; !slices.Equal(path, want) {
 		t.Errorf("events of a: %v, want %v", path, want)

@@ -284,7 +284,7 @@ func leaseBinding(t *testing.T, newDB NewDB) {
 	}
 	bound := func(id string, task int64, hash string) driver.PrincipalRow {
 		p := principal(id, 0)
-		p.LeaseTaskID, p.LeaseTokenHash = task, hash
+		p.TaskID, p.LeaseTokenHash = task, hash
 		return p
 	}
 	for _, p := range []driver.PrincipalRow{principal("plain", 0), bound("w1", 1, "h1"), bound("w2", 2, "h2"),
@@ -302,7 +302,7 @@ func leaseBinding(t *testing.T, newDB NewDB) {
 			switch {
 			case slices.Contains(want, id) && err != nil:
 				t.Errorf("%s: %v, want it valid", id, err)
-			case slices.Contains(want, id) && (p.ID != id || (id == "w1" && (p.LeaseTaskID != 1 || p.LeaseTokenHash != "h1"))):
+			case slices.Contains(want, id) && (p.ID != id || (id == "w1" && (p.TaskID != 1 || p.LeaseTokenHash != "h1"))):
 				t.Errorf("%s reads %+v", id, p)
 			case !slices.Contains(want, id) && !errors.Is(err, driver.ErrNoRows):
 				t.Errorf("%s: err = %v, want ErrNoRows (its lease is not current)", id, err)

@@ -293,9 +293,9 @@ func Tasks(t *testing.T, newDB NewDB) {
 			r.DedupeKey, r.CreatedBy, r.CreatedAt = "other", "other", sec(99)
 		}
 		evs := []driver.TaskEventRow{
-			{TaskID: got[0], At: sec(9), Actor: "w1", From: stRunning, To: stDone, Attempt: 2, Reason: "done"},
-			{TaskID: got[1], At: sec(13), Actor: "w2", From: stClaimed, To: stRunning, Attempt: 2},
-			{TaskID: got[1], At: sec(13), Actor: "w2", From: stRunning, To: stRunning, Attempt: 2, Reason: "again"},
+			{TaskID: got[0], At: sec(9), Actor: "w1", FromState: stRunning, ToState: stDone, Attempt: 2, Reason: "done"},
+			{TaskID: got[1], At: sec(13), Actor: "w2", FromState: stClaimed, ToState: stRunning, Attempt: 2},
+			{TaskID: got[1], At: sec(13), Actor: "w2", FromState: stRunning, ToState: stRunning, Attempt: 2, Reason: "again"},
 		}
 		n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: sent, Events: evs})
 		skipUnsupported(t, "move many", err)
@@ -320,8 +320,8 @@ func Tasks(t *testing.T, newDB NewDB) {
 			}
 			for i := range want {
 				w := want[i]
-				w.ID = list[i].ID
-				if list[i] != w || (i > 0 && list[i].ID <= list[i-1].ID) {
+				w.EventID = list[i].EventID
+				if list[i] != w || (i > 0 && list[i].EventID <= list[i-1].EventID) {
 					t.Errorf("event %d of task %d = %+v, want %+v (ids ascending)", i, id, list[i], w)
 				}
 			}
@@ -331,7 +331,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		// changed in vain.
 		one := sent[0]
 		one.ID = got[1]
-		oneEv := driver.TaskEventRow{TaskID: got[1], At: sec(15), Actor: "w2", From: stRunning, To: stDone, Attempt: 0,
+		oneEv := driver.TaskEventRow{TaskID: got[1], At: sec(15), Actor: "w2", FromState: stRunning, ToState: stDone, Attempt: 0,
 			Reason: "one"}
 		n, err = ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{one}, Events: []driver.TaskEventRow{oneEv}})
 		if err != nil || n != 1 {
@@ -363,7 +363,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 			r := get(t, ex, got[2])
 			r.State = stClaimed
 			n, err := ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: []driver.TaskRow{r},
-				Events: []driver.TaskEventRow{{TaskID: r.ID, At: sec(20), From: stOpen, To: stClaimed}}})
+				Events: []driver.TaskEventRow{{TaskID: r.ID, At: sec(20), FromState: stOpen, ToState: stClaimed}}})
 			if err != nil || n != 1 {
 				return fmt.Errorf("move in tx = %d, %w", n, err)
 			}
@@ -924,10 +924,10 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 		ex, ctx := d.Executor(), Ctx(t)
 		got := insert(t, ex, task("a", stOpen), task("a", stOpen))
 		evs := []driver.TaskEventRow{
-			{TaskID: got[0], At: sec(0), Actor: "alice", To: stOpen, Reason: "enqueued"},
-			{TaskID: got[1], At: sec(1), Actor: "bob", To: stOpen},
-			{TaskID: got[0], At: sec(2), Actor: "w", From: stOpen, To: stClaimed, Attempt: 1, Reason: "claimed"},
-			{TaskID: got[0], At: sec(2), Actor: "w", From: stClaimed, To: stRunning, Attempt: 1, Reason: "running",
+			{TaskID: got[0], At: sec(0), Actor: "alice", ToState: stOpen, Reason: "enqueued"},
+			{TaskID: got[1], At: sec(1), Actor: "bob", ToState: stOpen},
+			{TaskID: got[0], At: sec(2), Actor: "w", FromState: stOpen, ToState: stClaimed, Attempt: 1, Reason: "claimed"},
+			{TaskID: got[0], At: sec(2), Actor: "w", FromState: stClaimed, ToState: stRunning, Attempt: 1, Reason: "running",
 				Changes: `[{"field":"title","old":"a","new":"b"}]`},
 		}
 		err := ex.TaskEventInsertMany(ctx, evs)
@@ -938,10 +938,10 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			t.Fatalf("events %+v", list)
 		}
 		for i, want := range []driver.TaskEventRow{evs[0], evs[2], evs[3]} {
-			if i > 0 && list[i].ID <= list[i-1].ID {
+			if i > 0 && list[i].EventID <= list[i-1].EventID {
 				t.Errorf("event ids not ascending: %+v", list)
 			}
-			want.ID = list[i].ID
+			want.EventID = list[i].EventID
 			if list[i] != want {
 				t.Errorf("event %d = %+v, want %+v", i, list[i], want)
 			}
@@ -952,12 +952,12 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 		must(t, "no events", ex.TaskEventInsertMany(ctx, nil))
 		// One event alone (a dialect may have a form of its own for it),
 		// with its changes byte for byte.
-		one := driver.TaskEventRow{TaskID: got[1], At: sec(3), Actor: "op", From: stOpen, To: stOpen, Reason: "update: priority",
+		one := driver.TaskEventRow{TaskID: got[1], At: sec(3), Actor: "op", FromState: stOpen, ToState: stOpen, Reason: "update: priority",
 			Changes: `[{"field":"priority", "old":0,"new":7}]`}
 		must(t, "one event", ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{one}))
 		list, err = ex.TaskEventList(ctx, got[1])
 		must(t, "event list", err)
-		if one.ID = list[len(list)-1].ID; len(list) != 2 || list[1] != one {
+		if one.EventID = list[len(list)-1].EventID; len(list) != 2 || list[1] != one {
 			t.Fatalf("events %+v, want the last %+v", list, one)
 		}
 	})
@@ -968,14 +968,14 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 		got := insert(t, ex, task("a", stOpen), task("a", stOpen))
 		a, b := got[0], got[1]
 		must(t, "events", ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{
-			{TaskID: a, At: sec(-30), To: stOpen}, // before the window
-			{TaskID: b, At: sec(5), To: stOpen},
-			{TaskID: a, At: sec(10), From: stOpen, To: stClaimed},
-			{TaskID: a, At: sec(70), From: stClaimed, To: stOpen}, // reclaimed
-			{TaskID: b, At: sec(75), From: stOpen, To: stClaimed},
-			{TaskID: a, At: sec(100), From: stOpen, To: stClaimed},
-			{TaskID: b, At: sec(119), From: stClaimed, To: "COMPLETED"},
-			{TaskID: b, At: sec(120), From: "COMPLETED", To: "COMPLETED"}, // at Until: outside
+			{TaskID: a, At: sec(-30), ToState: stOpen}, // before the window
+			{TaskID: b, At: sec(5), ToState: stOpen},
+			{TaskID: a, At: sec(10), FromState: stOpen, ToState: stClaimed},
+			{TaskID: a, At: sec(70), FromState: stClaimed, ToState: stOpen}, // reclaimed
+			{TaskID: b, At: sec(75), FromState: stOpen, ToState: stClaimed},
+			{TaskID: a, At: sec(100), FromState: stOpen, ToState: stClaimed},
+			{TaskID: b, At: sec(119), FromState: stClaimed, ToState: "COMPLETED"},
+			{TaskID: b, At: sec(120), FromState: "COMPLETED", ToState: "COMPLETED"}, // at Until: outside
 		}))
 		w := driver.TaskEventWindowParams{Since: sec(0), Until: sec(120), Limit: 10}
 		mins, err := ex.TaskEventMinutes(ctx, w)

@@ -62,21 +62,21 @@ func grantRowOf(r dbsqlc.CksGrant) driver.GrantRow {
 // objectRowOf reads a dbsqlc.CksObject as a driver.ObjectRow.
 func objectRowOf(r dbsqlc.CksObject) driver.ObjectRow {
 	return driver.ObjectRow{
-		ID:             r.ObjectID,
-		Kind:           r.Kind,
-		Title:          r.Title,
-		Content:        []byte(r.Content),
-		ContentHash:    r.ContentHash,
-		Status:         r.CurrentStatus,
-		ClaimedBy:      r.ClaimedBy,
-		ClaimTokenHash: r.ClaimToken,
-		ClaimedAt:      fromNullTime(r.ClaimedAt),
-		Round:          int(r.Round),
-		HeadVersion:    r.HeadVersion,
-		Heads:          int(r.Heads),
-		CreatedBy:      r.CreatedBy,
-		CreatedAt:      driver.Time(r.CreatedAt),
-		UpdatedAt:      driver.Time(r.UpdatedAt),
+		ID:            r.ObjectID,
+		Kind:          r.Kind,
+		Title:         r.Title,
+		Content:       []byte(r.Content),
+		ContentHash:   r.ContentHash,
+		CurrentStatus: r.CurrentStatus,
+		ClaimedBy:     r.ClaimedBy,
+		ClaimToken:    r.ClaimToken,
+		ClaimedAt:     fromNullTime(r.ClaimedAt),
+		Round:         int(r.Round),
+		HeadVersion:   r.HeadVersion,
+		Heads:         int(r.Heads),
+		CreatedBy:     r.CreatedBy,
+		CreatedAt:     driver.Time(r.CreatedAt),
+		UpdatedAt:     driver.Time(r.UpdatedAt),
 	}
 }
 
@@ -149,7 +149,7 @@ func principalRowOf(r dbsqlc.CksPrincipal) driver.PrincipalRow {
 		Name:           r.Name,
 		TokenHash:      r.TokenHash,
 		CreatedAt:      driver.Time(r.CreatedAt),
-		LeaseTaskID:    nullable.Deref(r.TaskID),
+		TaskID:         nullable.Deref(r.TaskID),
 		LeaseTokenHash: nullable.Deref(r.LeaseTokenHash),
 	}
 }
@@ -224,12 +224,12 @@ func taskDepOf(r dbsqlc.CksTaskDep) driver.TaskDep {
 // taskEventRowOf reads a dbsqlc.CksTaskEvent as a driver.TaskEventRow.
 func taskEventRowOf(r dbsqlc.CksTaskEvent) driver.TaskEventRow {
 	return driver.TaskEventRow{
-		ID:        r.EventID,
+		EventID:   r.EventID,
 		TaskID:    r.TaskID,
 		At:        driver.Time(r.At),
 		Actor:     r.Actor,
-		From:      r.FromState,
-		To:        r.ToState,
+		FromState: r.FromState,
+		ToState:   r.ToState,
 		Attempt:   int(r.Attempt),
 		Reason:    r.Reason,
 		Changes:   r.Changes,
@@ -541,20 +541,20 @@ func objectClaimableParams(p driver.ObjectClaimableParams) dbsqlc.ObjectClaimabl
 // objectInsertParams writes a driver.ObjectRow as dbsqlc.ObjectInsertParams.
 func objectInsertParams(p driver.ObjectRow) dbsqlc.ObjectInsertParams {
 	return dbsqlc.ObjectInsertParams{
-		Kind:           p.Kind,
-		Title:          p.Title,
-		Content:        string(p.Content),
-		ContentHash:    p.ContentHash,
-		CurrentStatus:  p.Status,
-		ClaimedBy:      p.ClaimedBy,
-		ClaimTokenHash: p.ClaimTokenHash,
-		ClaimedAt:      nullTime(p.ClaimedAt),
-		Round:          int32(p.Round),
-		CreatedBy:      p.CreatedBy,
-		CreatedAt:      driver.Time(p.CreatedAt),
-		UpdatedAt:      driver.Time(p.UpdatedAt),
-		HeadVersion:    p.HeadVersion,
-		Heads:          int32(p.Heads),
+		Kind:          p.Kind,
+		Title:         p.Title,
+		Content:       string(p.Content),
+		ContentHash:   p.ContentHash,
+		CurrentStatus: p.CurrentStatus,
+		ClaimedBy:     p.ClaimedBy,
+		ClaimToken:    p.ClaimToken,
+		ClaimedAt:     nullTime(p.ClaimedAt),
+		Round:         int32(p.Round),
+		CreatedBy:     p.CreatedBy,
+		CreatedAt:     driver.Time(p.CreatedAt),
+		UpdatedAt:     driver.Time(p.UpdatedAt),
+		HeadVersion:   p.HeadVersion,
+		Heads:         int32(p.Heads),
 	}
 }
 
@@ -612,32 +612,32 @@ func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectL
 // objectUpdateParams writes a driver.ObjectRow as dbsqlc.ObjectUpdateParams.
 func objectUpdateParams(p driver.ObjectRow) dbsqlc.ObjectUpdateParams {
 	return dbsqlc.ObjectUpdateParams{
-		CurrentStatus:  p.Status,
-		ClaimedBy:      p.ClaimedBy,
-		ClaimTokenHash: p.ClaimTokenHash,
-		ClaimedAt:      nullTime(p.ClaimedAt),
-		Round:          int32(p.Round),
-		HeadVersion:    p.HeadVersion,
-		Heads:          int32(p.Heads),
-		UpdatedAt:      driver.Time(p.UpdatedAt),
-		ObjectID:       p.ID,
+		CurrentStatus: p.CurrentStatus,
+		ClaimedBy:     p.ClaimedBy,
+		ClaimToken:    p.ClaimToken,
+		ClaimedAt:     nullTime(p.ClaimedAt),
+		Round:         int32(p.Round),
+		HeadVersion:   p.HeadVersion,
+		Heads:         int32(p.Heads),
+		UpdatedAt:     driver.Time(p.UpdatedAt),
+		ObjectID:      p.ID,
 	}
 }
 
 // objectUpdateWithContentParams writes a driver.ObjectRow as dbsqlc.ObjectUpdateWithContentParams.
 func objectUpdateWithContentParams(p driver.ObjectRow) dbsqlc.ObjectUpdateWithContentParams {
 	return dbsqlc.ObjectUpdateWithContentParams{
-		CurrentStatus:  p.Status,
-		ClaimedBy:      p.ClaimedBy,
-		ClaimTokenHash: p.ClaimTokenHash,
-		ClaimedAt:      nullTime(p.ClaimedAt),
-		Round:          int32(p.Round),
-		HeadVersion:    p.HeadVersion,
-		Heads:          int32(p.Heads),
-		UpdatedAt:      driver.Time(p.UpdatedAt),
-		Content:        string(p.Content),
-		ContentHash:    p.ContentHash,
-		ObjectID:       p.ID,
+		CurrentStatus: p.CurrentStatus,
+		ClaimedBy:     p.ClaimedBy,
+		ClaimToken:    p.ClaimToken,
+		ClaimedAt:     nullTime(p.ClaimedAt),
+		Round:         int32(p.Round),
+		HeadVersion:   p.HeadVersion,
+		Heads:         int32(p.Heads),
+		UpdatedAt:     driver.Time(p.UpdatedAt),
+		Content:       string(p.Content),
+		ContentHash:   p.ContentHash,
+		ObjectID:      p.ID,
 	}
 }
 
@@ -648,7 +648,7 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      driver.Time(p.CreatedAt),
-		LeaseTaskID:    nullable.Int(p.LeaseTaskID),
+		TaskID:         nullable.Int(p.TaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
 	}
 }
@@ -857,8 +857,8 @@ func taskEventInsertParams(p driver.TaskEventRow) dbsqlc.TaskEventInsertParams {
 		TaskID:    p.TaskID,
 		At:        driver.Time(p.At),
 		Actor:     p.Actor,
-		FromState: p.From,
-		ToState:   p.To,
+		FromState: p.FromState,
+		ToState:   p.ToState,
 		Attempt:   int32(p.Attempt),
 		Reason:    p.Reason,
 		Changes:   p.Changes,
@@ -875,8 +875,8 @@ func taskEventInsertManyParams(rows []driver.TaskEventRow) dbsqlc.TaskEventInser
 		a.TaskIds = append(a.TaskIds, r.TaskID)
 		a.Ats = append(a.Ats, arrayTime(r.At))
 		a.Actors = append(a.Actors, r.Actor)
-		a.FromStates = append(a.FromStates, r.From)
-		a.ToStates = append(a.ToStates, r.To)
+		a.FromStates = append(a.FromStates, r.FromState)
+		a.ToStates = append(a.ToStates, r.ToState)
 		a.Attempts = append(a.Attempts, int32(r.Attempt))
 		a.Reasons = append(a.Reasons, r.Reason)
 		a.Changess = append(a.Changess, r.Changes)

@@ -54,8 +54,8 @@ func BenchmarkCompletionWrite(b *testing.B) {
 					for k := range locked {
 						r := &locked[k]
 						r.Result, r.UpdatedAt, r.StateChangedAt = "done", now.Add(time.Duration(i)), now
-						events[k] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: "w", From: "RUNNING",
-							To: "RUNNING", Attempt: 1, Reason: "bench"}
+						events[k] = driver.TaskEventRow{TaskID: r.ID, At: now, Actor: "w", FromState: "RUNNING",
+							ToState: "RUNNING", Attempt: 1, Reason: "bench"}
 					}
 					if narrow {
 						_, err = ex.TaskMoveMany(ctx, driver.TaskMoveManyParams{Rows: locked, Events: events})

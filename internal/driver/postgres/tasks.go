@@ -143,7 +143,7 @@ func (e *executor) TaskMoveMany(ctx context.Context, p driver.TaskMoveManyParams
 			Result: r.Result, LastError: r.LastError, Question: r.Question, Answer: r.Answer,
 			ReviewNote: r.ReviewNote, UpdatedAt: driver.Time(r.UpdatedAt), StateChangedAt: nullTime(r.StateChangedAt),
 			TaskID: r.ID, EventTaskID: ev.TaskID, EventAt: driver.Time(ev.At), EventActor: ev.Actor,
-			EventFromState: ev.From, EventToState: ev.To, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason,
+			EventFromState: ev.FromState, EventToState: ev.ToState, EventAttempt: int32(ev.Attempt), EventReason: ev.Reason,
 			EventClaimedAt: nullTime(ev.ClaimedAt), EventStartedAt: nullTime(ev.StartedAt), EventWorker: ev.Worker})
 		return int(n), mapErr(fmt.Sprintf("task move %d", r.ID), err)
 	}
@@ -178,7 +178,7 @@ func taskMoveManyParams(p driver.TaskMoveManyParams) dbsqlc.TaskMoveManyParams {
 	}
 	for i, ev := range p.Events {
 		a.EventTaskIds[i], a.EventAts[i], a.EventActors[i] = ev.TaskID, driver.Time(ev.At), ev.Actor
-		a.EventFromStates[i], a.EventToStates[i] = ev.From, ev.To
+		a.EventFromStates[i], a.EventToStates[i] = ev.FromState, ev.ToState
 		a.EventAttempts[i], a.EventReasons[i] = int32(ev.Attempt), ev.Reason
 		a.EventClaimedAts[i], a.EventStartedAts[i], a.EventWorkers[i] = arrayTime(ev.ClaimedAt), arrayTime(ev.StartedAt), ev.Worker
 	}

@@ -125,21 +125,21 @@ func objectRowOf(r dbsqlc.CksObject) (driver.ObjectRow, error) {
 		return driver.ObjectRow{}, fmt.Errorf("ObjectRow UpdatedAt: %w", err)
 	}
 	return driver.ObjectRow{
-		ID:             r.ObjectID,
-		Kind:           r.Kind,
-		Title:          r.Title,
-		Content:        []byte(r.Content),
-		ContentHash:    r.ContentHash,
-		Status:         r.CurrentStatus,
-		ClaimedBy:      r.ClaimedBy,
-		ClaimTokenHash: r.ClaimToken,
-		ClaimedAt:      claimedAt,
-		Round:          int(r.Round),
-		HeadVersion:    r.HeadVersion,
-		Heads:          int(r.Heads),
-		CreatedBy:      r.CreatedBy,
-		CreatedAt:      createdAt,
-		UpdatedAt:      updatedAt,
+		ID:            r.ObjectID,
+		Kind:          r.Kind,
+		Title:         r.Title,
+		Content:       []byte(r.Content),
+		ContentHash:   r.ContentHash,
+		CurrentStatus: r.CurrentStatus,
+		ClaimedBy:     r.ClaimedBy,
+		ClaimToken:    r.ClaimToken,
+		ClaimedAt:     claimedAt,
+		Round:         int(r.Round),
+		HeadVersion:   r.HeadVersion,
+		Heads:         int(r.Heads),
+		CreatedBy:     r.CreatedBy,
+		CreatedAt:     createdAt,
+		UpdatedAt:     updatedAt,
 	}, nil
 }
 
@@ -279,7 +279,7 @@ func principalRowOf(r dbsqlc.CksPrincipal) (driver.PrincipalRow, error) {
 		Name:           r.Name,
 		TokenHash:      r.TokenHash,
 		CreatedAt:      createdAt,
-		LeaseTaskID:    nullable.Deref(r.TaskID),
+		TaskID:         nullable.Deref(r.TaskID),
 		LeaseTokenHash: nullable.Deref(r.LeaseTokenHash),
 	}, nil
 }
@@ -463,12 +463,12 @@ func taskEventRowOf(r dbsqlc.CksTaskEvent) (driver.TaskEventRow, error) {
 		return driver.TaskEventRow{}, fmt.Errorf("TaskEventRow StartedAt: %w", err)
 	}
 	return driver.TaskEventRow{
-		ID:        r.EventID,
+		EventID:   r.EventID,
 		TaskID:    r.TaskID,
 		At:        at,
 		Actor:     r.Actor,
-		From:      r.FromState,
-		To:        r.ToState,
+		FromState: r.FromState,
+		ToState:   r.ToState,
 		Attempt:   int(r.Attempt),
 		Reason:    r.Reason,
 		Changes:   r.Changes,
@@ -782,20 +782,20 @@ func objectClaimableParams(p driver.ObjectClaimableParams) dbsqlc.ObjectClaimabl
 // objectInsertParams writes a driver.ObjectRow as dbsqlc.ObjectInsertParams.
 func objectInsertParams(p driver.ObjectRow) dbsqlc.ObjectInsertParams {
 	return dbsqlc.ObjectInsertParams{
-		Kind:           p.Kind,
-		Title:          p.Title,
-		Content:        string(p.Content),
-		ContentHash:    p.ContentHash,
-		CurrentStatus:  p.Status,
-		ClaimedBy:      p.ClaimedBy,
-		ClaimTokenHash: p.ClaimTokenHash,
-		ClaimedAt:      fmtNullTime(p.ClaimedAt),
-		Round:          int64(p.Round),
-		CreatedBy:      p.CreatedBy,
-		CreatedAt:      fmtTime(p.CreatedAt),
-		UpdatedAt:      fmtTime(p.UpdatedAt),
-		HeadVersion:    p.HeadVersion,
-		Heads:          int64(p.Heads),
+		Kind:          p.Kind,
+		Title:         p.Title,
+		Content:       string(p.Content),
+		ContentHash:   p.ContentHash,
+		CurrentStatus: p.CurrentStatus,
+		ClaimedBy:     p.ClaimedBy,
+		ClaimToken:    p.ClaimToken,
+		ClaimedAt:     fmtNullTime(p.ClaimedAt),
+		Round:         int64(p.Round),
+		CreatedBy:     p.CreatedBy,
+		CreatedAt:     fmtTime(p.CreatedAt),
+		UpdatedAt:     fmtTime(p.UpdatedAt),
+		HeadVersion:   p.HeadVersion,
+		Heads:         int64(p.Heads),
 	}
 }
 
@@ -857,7 +857,7 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		Name:           p.Name,
 		TokenHash:      p.TokenHash,
 		CreatedAt:      fmtTime(p.CreatedAt),
-		LeaseTaskID:    nullable.Int(p.LeaseTaskID),
+		TaskID:         nullable.Int(p.TaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
 	}
 }

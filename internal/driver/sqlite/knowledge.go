@@ -55,29 +55,29 @@ func (e *executor) ObjectUpdateMany(ctx context.Context, rows []driver.ObjectRow
 			)
 			if o.Content != nil {
 				c, err = e.d.q.ObjectUpdateWithContent(ctx, w, dbsqlc.ObjectUpdateWithContentParams{
-					CurrentStatus:  o.Status,
-					ClaimedBy:      o.ClaimedBy,
-					ClaimTokenHash: o.ClaimTokenHash,
-					ClaimedAt:      fmtNullTime(o.ClaimedAt),
-					Round:          int64(o.Round),
-					HeadVersion:    o.HeadVersion,
-					Heads:          int64(o.Heads),
-					UpdatedAt:      fmtTime(o.UpdatedAt),
-					Content:        string(o.Content),
-					ContentHash:    o.ContentHash,
-					ObjectID:       o.ID,
+					CurrentStatus: o.CurrentStatus,
+					ClaimedBy:     o.ClaimedBy,
+					ClaimToken:    o.ClaimToken,
+					ClaimedAt:     fmtNullTime(o.ClaimedAt),
+					Round:         int64(o.Round),
+					HeadVersion:   o.HeadVersion,
+					Heads:         int64(o.Heads),
+					UpdatedAt:     fmtTime(o.UpdatedAt),
+					Content:       string(o.Content),
+					ContentHash:   o.ContentHash,
+					ObjectID:      o.ID,
 				})
 			} else {
 				c, err = e.d.q.ObjectUpdate(ctx, w, dbsqlc.ObjectUpdateParams{
-					CurrentStatus:  o.Status,
-					ClaimedBy:      o.ClaimedBy,
-					ClaimTokenHash: o.ClaimTokenHash,
-					ClaimedAt:      fmtNullTime(o.ClaimedAt),
-					Round:          int64(o.Round),
-					HeadVersion:    o.HeadVersion,
-					Heads:          int64(o.Heads),
-					UpdatedAt:      fmtTime(o.UpdatedAt),
-					ObjectID:       o.ID,
+					CurrentStatus: o.CurrentStatus,
+					ClaimedBy:     o.ClaimedBy,
+					ClaimToken:    o.ClaimToken,
+					ClaimedAt:     fmtNullTime(o.ClaimedAt),
+					Round:         int64(o.Round),
+					HeadVersion:   o.HeadVersion,
+					Heads:         int64(o.Heads),
+					UpdatedAt:     fmtTime(o.UpdatedAt),
+					ObjectID:      o.ID,
 				})
 			}
 			if err != nil {

@@ -197,7 +197,7 @@ func seedObjects(t testing.TB, ex driver.Executor) {
 	ctx := t.Context()
 	rows := make([]driver.ObjectRow, 60)
 	for i := range rows {
-		rows[i] = driver.ObjectRow{Kind: "question", Status: []string{"awaiting_research", "awaiting_critique", ""}[i%3],
+		rows[i] = driver.ObjectRow{Kind: "question", CurrentStatus: []string{"awaiting_research", "awaiting_critique", ""}[i%3],
 			Content: []byte(`{"n":0}`), ContentHash: "h0", HeadVersion: 1, Heads: 1, CreatedAt: drivertest.T0,
 			UpdatedAt: drivertest.T0}
 		if i%5 == 0 {
@@ -221,9 +221,9 @@ func seedObjects(t testing.TB, ex driver.Executor) {
 					Content: []byte(`{"n":1}`), ContentHash: "h1", Author: "editor", CreatedAt: drivertest.T0, IsHead: true})
 			}
 		}
-		if rows[i].Status == "awaiting_critique" && len(claimed) < 5 {
+		if rows[i].CurrentStatus == "awaiting_critique" && len(claimed) < 5 {
 			c := rows[i]
-			c.ClaimedBy, c.ClaimTokenHash, c.ClaimedAt = "critic-1", fmt.Sprintf("claim-%d", i), drivertest.T0
+			c.ClaimedBy, c.ClaimToken, c.ClaimedAt = "critic-1", fmt.Sprintf("claim-%d", i), drivertest.T0
 			claimed = append(claimed, c)
 		}
 	}

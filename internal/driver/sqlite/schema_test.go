@@ -118,7 +118,7 @@ func TestEventsRebuiltWithoutForeignKey(t *testing.T) {
 	db := scratch.From(t, "first_backend_schema.sql", "first_backend_rows.sql")
 	last := strs(t, rawDB(t, db.Name), `SELECT max(event_id) FROM cks_task_events`)
 	ex := db.Open(t).Executor()
-	if err := ex.TaskEventInsertMany(t.Context(), []driver.TaskEventRow{{TaskID: 1, At: drivertest.T0, To: "OPEN"}}); err != nil {
+	if err := ex.TaskEventInsertMany(t.Context(), []driver.TaskEventRow{{TaskID: 1, At: drivertest.T0, ToState: "OPEN"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strs(t, rawDB(t, db.Name), `SELECT max(event_id) > CAST(? AS INTEGER) FROM cks_task_events`, last[0]); !slices.Equal(got, []string{"1"}) {

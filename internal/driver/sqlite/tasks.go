@@ -317,7 +317,7 @@ func (e *executor) TaskEventInsertMany(ctx context.Context, events []driver.Task
 	return e.write(ctx, "task event insert", func(w *wtx) error {
 		for _, ev := range events {
 			if err := e.d.q.TaskEventInsert(ctx, w, dbsqlc.TaskEventInsertParams{
-				TaskID: ev.TaskID, At: w.times.nonNull(ev.At), Actor: ev.Actor, FromState: ev.From, ToState: ev.To,
+				TaskID: ev.TaskID, At: w.times.nonNull(ev.At), Actor: ev.Actor, FromState: ev.FromState, ToState: ev.ToState,
 				Attempt: int64(ev.Attempt), Reason: ev.Reason, Changes: ev.Changes, ClaimedAt: w.times.of(ev.ClaimedAt),
 				StartedAt: w.times.of(ev.StartedAt), Worker: ev.Worker}); err != nil {
 				return mapErr(fmt.Sprintf("event of task %d", ev.TaskID), err)

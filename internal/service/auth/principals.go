@@ -42,7 +42,7 @@ func (s *Service) CreatePrincipal(ctx context.Context, p cks.Principal, tokenHas
 	}
 	row := driver.PrincipalRow{ID: p.ID, Name: p.Name, TokenHash: tokenHash, CreatedAt: driver.Time(p.CreatedAt)}
 	if p.Lease != nil {
-		row.LeaseTaskID, row.LeaseTokenHash = p.Lease.TaskID, p.Lease.LeaseTokenHash
+		row.TaskID, row.LeaseTokenHash = p.Lease.TaskID, p.Lease.LeaseTokenHash
 	}
 	rows := make([]driver.GrantRow, len(grants))
 	for i, g := range grants {
@@ -247,8 +247,8 @@ func (s *Service) DeletePrincipal(ctx context.Context, principalID string) error
 // principalOf is the record of a row: everything but the token hash.
 func principalOf(r driver.PrincipalRow) cks.Principal {
 	p := cks.Principal{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
-	if r.LeaseTaskID != 0 {
-		p.Lease = &cks.LeaseBinding{TaskID: r.LeaseTaskID, LeaseTokenHash: r.LeaseTokenHash}
+	if r.TaskID != 0 {
+		p.Lease = &cks.LeaseBinding{TaskID: r.TaskID, LeaseTokenHash: r.LeaseTokenHash}
 	}
 	return p
 }

@@ -62,7 +62,7 @@ func view(o driver.ObjectRow) cks.Object {
 		Title:       o.Title,
 		Content:     o.Content,
 		ContentHash: o.ContentHash,
-		Status:      o.Status,
+		Status:      o.CurrentStatus,
 		ClaimedBy:   o.ClaimedBy,
 		ClaimedAt:   o.ClaimedAt,
 		Round:       o.Round,
@@ -116,9 +116,9 @@ func claimed(ctx context.Context, ex driver.Executor, id int64, token string) (d
 	if err != nil {
 		return o, err
 	}
-	if token == "" || o.ClaimTokenHash == "" ||
-		subtle.ConstantTimeCompare([]byte(hashClaimToken(token)), []byte(o.ClaimTokenHash)) != 1 {
-		return o, fmt.Errorf("object %d (now %q, claimed by %q): %w", id, o.Status, o.ClaimedBy, cks.ErrLeaseLost)
+	if token == "" || o.ClaimToken == "" ||
+		subtle.ConstantTimeCompare([]byte(hashClaimToken(token)), []byte(o.ClaimToken)) != 1 {
+		return o, fmt.Errorf("object %d (now %q, claimed by %q): %w", id, o.CurrentStatus, o.ClaimedBy, cks.ErrLeaseLost)
 	}
 	return o, nil
 }
@@ -137,7 +137,7 @@ func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []
 		if err != nil {
 			return nil, err
 		}
-		rows[i] = driver.ObjectRow{Kind: n.Kind, Title: n.Title, Content: content, ContentHash: hash, Status: n.Status,
+		rows[i] = driver.ObjectRow{Kind: n.Kind, Title: n.Title, Content: content, ContentHash: hash, CurrentStatus: n.Status,
 			HeadVersion: 1, Heads: 1, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now}
 	}
 	ids, err := ex.ObjectInsertMany(ctx, rows)
@@ -152,9 +152,9 @@ func insertObjects(ctx context.Context, ex driver.Executor, now time.Time, ns []
 		o.ID = ids[i]
 		versions[i] = driver.VersionRow{ObjectID: o.ID, Version: 1, Content: o.Content, ContentHash: o.ContentHash,
 			Author: o.CreatedBy, CreatedAt: now, IsHead: true}
-		if o.Status != "" {
+		if o.CurrentStatus != "" {
 			log = append(log, driver.TransitionRow{ObjectID: o.ID, TS: now, Agent: o.CreatedBy, Action: "created",
-				TransitionedTo: o.Status, ContentHash: o.ContentHash, Round: o.Round})
+				TransitionedTo: o.CurrentStatus, ContentHash: o.ContentHash, Round: o.Round})
 		}
 		out[i] = view(*o)
 	}
@@ -515,7 +515,7 @@ func (s *Service) ClaimObjects(ctx context.Context, status, worker string, n int
 		updates := make([]driver.ObjectRow, len(rows))
 		for i, o := range rows {
 			token := newClaimToken()
-			o.ClaimedBy, o.ClaimTokenHash, o.ClaimedAt, o.UpdatedAt = worker, hashClaimToken(token), now, now
+			o.ClaimedBy, o.ClaimToken, o.ClaimedAt, o.UpdatedAt = worker, hashClaimToken(token), now, now
 			updates[i] = withoutContent(o)
 			out[i] = view(o)
 			out[i].ClaimToken = token
@@ -557,11 +557,11 @@ func (s *Service) ClaimObject(ctx context.Context, id int64, worker string, stat
 		switch {
 		case o.ClaimedBy != "":
 			return fmt.Errorf("object %d is claimed by %q: %w", id, o.ClaimedBy, cks.ErrConflict)
-		case !slices.Contains(statuses, o.Status):
-			return fmt.Errorf("object %d is %q, not one of %q: %w", id, o.Status, statuses, cks.ErrConflict)
+		case !slices.Contains(statuses, o.CurrentStatus):
+			return fmt.Errorf("object %d is %q, not one of %q: %w", id, o.CurrentStatus, statuses, cks.ErrConflict)
 		}
 		token := newClaimToken()
-		o.ClaimedBy, o.ClaimTokenHash, o.ClaimedAt, o.UpdatedAt = worker, hashClaimToken(token), now, now
+		o.ClaimedBy, o.ClaimToken, o.ClaimedAt, o.UpdatedAt = worker, hashClaimToken(token), now, now
 		if _, err := ex.ObjectUpdateMany(ctx, []driver.ObjectRow{withoutContent(o)}); err != nil {
 			return err
 		}
@@ -598,7 +598,7 @@ func (s *Service) TouchClaim(ctx context.Context, id int64, claimToken string) e
 // release ends o's claim: its token stops being current, so the claimer's
 // next call fails with ErrLeaseLost.
 func release(o *driver.ObjectRow, now time.Time) {
-	o.ClaimedBy, o.ClaimTokenHash, o.ClaimedAt, o.UpdatedAt = "", "", time.Time{}, now
+	o.ClaimedBy, o.ClaimToken, o.ClaimedAt, o.UpdatedAt = "", "", time.Time{}, now
 }
 
 // ReleaseClaim gives a claim back without a transition (nothing was
@@ -665,8 +665,8 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 		if err != nil {
 			return err
 		}
-		if o.Status != t.From {
-			return fmt.Errorf("object %d is %q, not %q: %w", id, o.Status, t.From, cks.ErrConflict)
+		if o.CurrentStatus != t.From {
+			return fmt.Errorf("object %d is %q, not %q: %w", id, o.CurrentStatus, t.From, cks.ErrConflict)
 		}
 		// Every object the input names must exist before anything is written.
 		var refs []objectRef
@@ -710,7 +710,7 @@ func (s *Service) TransitionObject(ctx context.Context, id int64, claimToken str
 		if t.NextRound {
 			o.Round++
 		}
-		o.Status = t.To
+		o.CurrentStatus = t.To
 		release(&o, now)
 		update := o
 		if content == nil {
@@ -767,7 +767,7 @@ func setStatus(ctx context.Context, ex driver.Executor, now time.Time, t ObjectT
 		if !ok {
 			return nil, fmt.Errorf("object %d: %w", c.ObjectID, cks.ErrNotFound)
 		}
-		o.Status, o.UpdatedAt = c.Status, now
+		o.CurrentStatus, o.UpdatedAt = c.Status, now
 		log = append(log, driver.TransitionRow{ObjectID: o.ID, TS: now, Agent: t.Agent, Action: c.Action,
 			TransitionedTo: c.Status, ReasoningNodeID: reasoning, ContentHash: o.ContentHash, Round: o.Round})
 	}

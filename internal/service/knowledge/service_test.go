@@ -44,17 +44,17 @@ func TestClaimTokenStoredHashed(t *testing.T) {
 		}
 		for i, tok := range []string{ca[0].ClaimToken, cb.ClaimToken} {
 			sum := sha256.Sum256([]byte(tok))
-			if rows[i].ClaimTokenHash != hex.EncodeToString(sum[:]) || rows[i].ClaimTokenHash == tok {
-				t.Fatalf("object %d stores %q for token %q, want the token's SHA-256", rows[i].ID, rows[i].ClaimTokenHash, tok)
+			if rows[i].ClaimToken != hex.EncodeToString(sum[:]) || rows[i].ClaimToken == tok {
+				t.Fatalf("object %d stores %q for token %q, want the token's SHA-256", rows[i].ID, rows[i].ClaimToken, tok)
 			}
-			if err := k.TouchClaim(ctx, rows[i].ID, rows[i].ClaimTokenHash); err == nil {
+			if err := k.TouchClaim(ctx, rows[i].ID, rows[i].ClaimToken); err == nil {
 				t.Fatalf("the stored hash of object %d fenced like its token", rows[i].ID)
 			}
 		}
 		if err := k.ReleaseClaim(ctx, a.ID, ca[0].ClaimToken); err != nil {
 			t.Fatal(err)
 		}
-		if rows, _ := d.Executor().ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: []int64{a.ID}}); rows[0].ClaimTokenHash != "" || rows[0].ClaimedBy != "" {
+		if rows, _ := d.Executor().ObjectGetMany(ctx, driver.ObjectGetManyParams{IDs: []int64{a.ID}}); rows[0].ClaimToken != "" || rows[0].ClaimedBy != "" {
 			t.Fatalf("released object stores %+v", rows[0])
 		}
 	})

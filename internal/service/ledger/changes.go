@@ -108,7 +108,7 @@ func changesOf(e driver.TaskEventRow) ([]cks.FieldChange, error) {
 	}
 	var out []cks.FieldChange
 	if err := json.Unmarshal([]byte(e.Changes), &out); err != nil {
-		return nil, fmt.Errorf("changes of event %d of task %d: %w", e.ID, e.TaskID, err)
+		return nil, fmt.Errorf("changes of event %d of task %d: %w", e.EventID, e.TaskID, err)
 	}
 	return out, nil
 }

@@ -32,7 +32,7 @@ func eventOf(m move, from cks.TaskState, r *driver.TaskRow, now time.Time, attem
 		m.reason == runningReason && m.changes == "" && attempt == m.row.Attempts {
 		return driver.TaskEventRow{}, false
 	}
-	ev := driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, From: string(from), To: string(m.to),
+	ev := driver.TaskEventRow{TaskID: r.ID, At: now, Actor: m.actor, FromState: string(from), ToState: string(m.to),
 		Attempt: attempt, Reason: m.reason, Changes: m.changes}
 	if from == cks.TaskClaimed || from == cks.TaskRunning {
 		ev.ClaimedAt = m.row.ClaimedAt
@@ -65,7 +65,7 @@ type runAttempt struct {
 // or start of their own, a creation of an OPEN task) are read as they are.
 func history(r driver.TaskRow, events []driver.TaskEventRow) ([]cks.TaskEvent, error) {
 	out := make([]cks.TaskEvent, 0, len(events)+3)
-	if len(events) == 0 || events[0].From != "" {
+	if len(events) == 0 || events[0].FromState != "" {
 		out = append(out, cks.TaskEvent{TaskID: r.ID, At: r.CreatedAt, Actor: r.CreatedBy, To: cks.TaskOpen,
 			Reason: enqueuedReason})
 	}
@@ -98,7 +98,7 @@ func history(r driver.TaskRow, events []driver.TaskEventRow) ([]cks.TaskEvent, e
 	// open: the current attempt's claim is in out; started: its start too.
 	open, started := false, false
 	for i, e := range events {
-		from, to := cks.TaskState(e.From), cks.TaskState(e.To)
+		from, to := cks.TaskState(e.FromState), cks.TaskState(e.ToState)
 		switch {
 		case from == cks.TaskOpen && to == cks.TaskClaimed: // a claim of its own (before issue 27)
 			open, started = true, false

@@ -17,7 +17,7 @@ func TestHistoryOfUpgradedRows(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	ev := func(s int, actor, from, to string, attempt int, reason string) driver.TaskEventRow {
-		return driver.TaskEventRow{TaskID: 1, At: at(s), Actor: actor, From: from, To: to, Attempt: attempt, Reason: reason}
+		return driver.TaskEventRow{TaskID: 1, At: at(s), Actor: actor, FromState: from, ToState: to, Attempt: attempt, Reason: reason}
 	}
 	created := ev(0, "cli", "", "OPEN", 0, "enqueued")
 	claimed := ev(1, "w1", "OPEN", "CLAIMED", 1, "claimed")

@@ -301,8 +301,8 @@ func toTask(r driver.TaskRow, deps []int64) cks.Task {
 
 func toEvent(e driver.TaskEventRow) (cks.TaskEvent, error) {
 	changes, err := changesOf(e)
-	return cks.TaskEvent{ID: e.ID, TaskID: e.TaskID, At: e.At, Actor: e.Actor, From: cks.TaskState(e.From),
-		To: cks.TaskState(e.To), Attempt: e.Attempt, Reason: e.Reason, Changes: changes}, err
+	return cks.TaskEvent{ID: e.EventID, TaskID: e.TaskID, At: e.At, Actor: e.Actor, From: cks.TaskState(e.FromState),
+		To: cks.TaskState(e.ToState), Attempt: e.Attempt, Reason: e.Reason, Changes: changes}, err
 }
 
 func toEvidence(e driver.EvidenceRow) cks.Evidence {

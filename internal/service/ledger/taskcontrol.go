@@ -231,7 +231,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 		return out, err
 	}
 	if err := ex.TaskEventInsertMany(ctx, []driver.TaskEventRow{{TaskID: id, At: now, Actor: actor,
-		From: applied.State, To: applied.State, Attempt: applied.Attempts, Reason: summary, Changes: changes}}); err != nil {
+		FromState: applied.State, ToState: applied.State, Attempt: applied.Attempts, Reason: summary, Changes: changes}}); err != nil {
 		return out, err
 	}
 	if len(p.AddDependsOn)+len(p.RemoveDependsOn) > 0 &&

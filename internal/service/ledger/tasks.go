@@ -266,7 +266,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			// whose state and reason the row does not hold.
 			if states[k] != cks.TaskOpen {
 				events = append(events, driver.TaskEventRow{TaskID: r.ID, At: now, Actor: n.CreatedBy,
-					To: string(states[k]), Reason: reasons[k]})
+					ToState: string(states[k]), Reason: reasons[k]})
 			}
 			// The dependencies are the ones just written, in the order a
 			// read returns them.

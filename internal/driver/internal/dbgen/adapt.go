@@ -12,7 +12,7 @@ package main
 //     its dialect has a reason: a lock chooses the query, a bulk form sends
 //     arrays, …) is not generated.
 //
-// Fields pair by name (case and underscores aside, plus the aliases below);
+// Fields pair by name (case and underscores aside; a row's ID is its table's key);
 // values convert by the table of their dialect (source.conv): a type pair
 // missing from it, or a query field nothing supplies, leaves the primitive
 // to be written by hand, which the compiler then asks for.
@@ -65,17 +65,6 @@ var rowOf = map[string]string{
 	"CksSession":                 "SessionRow",
 	"CksSweeperPass":             "SweeperPassRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
-}
-
-// aliases are the other names a driver field has in the queries
-// ("Type.Field" or, for every type, "Field").
-var aliases = map[string][]string{
-	"TaskEventRow.ID":          {"EventID"},
-	"TaskEventRow.From":        {"FromState"},
-	"TaskEventRow.To":          {"ToState"},
-	"ObjectRow.Status":         {"CurrentStatus"},
-	"ObjectRow.ClaimTokenHash": {"ClaimToken"},
-	"PrincipalRow.LeaseTaskID": {"TaskID"},
 }
 
 type field struct{ name, typ string }
@@ -466,8 +455,6 @@ func (s *source) conv(from, to, v string, json, elem bool) (expr string, fallibl
 // names are the names driver field f of type typ has in a query.
 func names(typ, f string) []string {
 	out := []string{f}
-	out = append(out, aliases[typ+"."+f]...)
-	out = append(out, aliases[f]...)
 	if f == "ID" {
 		// A row's ID is its table's key, named after the row (TaskRow.ID:
 		// task_id); a params struct's, after the first word of its name
@@ -509,7 +496,7 @@ func singulars(plural string) []string {
 }
 
 // exactFirst is fields with the one named name (or its singular) first: a
-// field of the same name wins over another's alias.
+// field of the same name wins over one that pairs only by a singular.
 func exactFirst(fields []field, name string) []field {
 	out := slices.Clone(fields)
 	sort.SliceStable(out, func(i, j int) bool {

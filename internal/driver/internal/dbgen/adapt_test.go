@@ -195,7 +195,7 @@ func TestAdaptRules(t *testing.T) {
 			"case p.Lock == driver.LockNone:\n\t\tx, err = e.d.q.EdgeGet(ctx, e.db, p.ID)",
 			"case p.Lock == driver.LockUpdate:\n\t\tx, err = e.d.q.EdgeGetForUpdate(ctx, e.db, p.ID)",
 			`return driver.EdgeRow{}, fmt.Errorf("postgres: edge get: unsupported lock %d", p.Lock)`,
-			// Names pair by the row's key and the aliases; types convert
+			// Names pair by the row's key; types convert
 			// by the dialect's table.
 			"ID:     r.EdgeID,", "At:     fromNullTime(r.At),", "Weight: int(r.Weight),",
 			"At:     nullTime(p.At),", "Weight: int32(p.Weight),",

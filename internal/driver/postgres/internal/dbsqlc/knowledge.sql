@@ -8,7 +8,7 @@
 -- name: ObjectInsert :batchone
 INSERT INTO cks_objects (kind, title, content, content_hash, current_status, claimed_by, claim_token,
     claimed_at, round, created_by, created_at, updated_at, head_version, heads)
-VALUES (@kind, @title, @content, @content_hash, @current_status, @claimed_by, @claim_token_hash,
+VALUES (@kind, @title, @content, @content_hash, @current_status, @claimed_by, @claim_token,
     @claimed_at, @round, @created_by, @created_at, @updated_at, @head_version, @heads)
 RETURNING object_id;
 
@@ -28,14 +28,14 @@ ORDER BY object_id;
 -- batch does not hand back command tags).
 -- name: ObjectUpdate :batchone
 UPDATE cks_objects SET current_status = @current_status, claimed_by = @claimed_by,
-    claim_token = @claim_token_hash, claimed_at = @claimed_at, round = @round,
+    claim_token = @claim_token, claimed_at = @claimed_at, round = @round,
     head_version = @head_version, heads = @heads, updated_at = @updated_at
 WHERE object_id = @object_id
 RETURNING object_id;
 
 -- name: ObjectUpdateWithContent :batchone
 UPDATE cks_objects SET current_status = @current_status, claimed_by = @claimed_by,
-    claim_token = @claim_token_hash, claimed_at = @claimed_at, round = @round,
+    claim_token = @claim_token, claimed_at = @claimed_at, round = @round,
     head_version = @head_version, heads = @heads, updated_at = @updated_at,
     content = @content, content_hash = @content_hash
 WHERE object_id = @object_id

@@ -2,7 +2,7 @@
 
 -- name: PrincipalInsert :exec
 INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
-VALUES (@principal_id, @name, @token_hash, @created_at, @lease_task_id, @lease_token_hash);
+VALUES (@principal_id, @name, @token_hash, @created_at, @task_id, @lease_token_hash);
 
 -- The three arrays are the grants' columns, element by element.
 -- name: GrantInsertMany :exec

@@ -485,20 +485,20 @@ RETURNING object_id
 `
 
 type ObjectInsertParams struct {
-	Kind           string
-	Title          string
-	Content        string
-	ContentHash    string
-	CurrentStatus  string
-	ClaimedBy      string
-	ClaimTokenHash string
-	ClaimedAt      pgtype.Timestamptz
-	Round          int32
-	CreatedBy      string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	HeadVersion    int64
-	Heads          int32
+	Kind          string
+	Title         string
+	Content       string
+	ContentHash   string
+	CurrentStatus string
+	ClaimedBy     string
+	ClaimToken    string
+	ClaimedAt     pgtype.Timestamptz
+	Round         int32
+	CreatedBy     string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	HeadVersion   int64
+	Heads         int32
 }
 
 type ObjectInsertBatchResults struct {
@@ -510,7 +510,7 @@ type ObjectInsertBatchResults struct {
 func (q *Queries) ObjectInsert(ctx context.Context, db DBTX, arg []ObjectInsertParams) *ObjectInsertBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
-		vals := []interface{}{a.Kind, a.Title, a.Content, a.ContentHash, a.CurrentStatus, a.ClaimedBy, a.ClaimTokenHash, a.ClaimedAt, a.Round, a.CreatedBy, a.CreatedAt, a.UpdatedAt, a.HeadVersion, a.Heads}
+		vals := []interface{}{a.Kind, a.Title, a.Content, a.ContentHash, a.CurrentStatus, a.ClaimedBy, a.ClaimToken, a.ClaimedAt, a.Round, a.CreatedBy, a.CreatedAt, a.UpdatedAt, a.HeadVersion, a.Heads}
 		batch.Queue(ObjectInsert, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
@@ -589,15 +589,15 @@ RETURNING object_id
 `
 
 type ObjectUpdateParams struct {
-	CurrentStatus  string
-	ClaimedBy      string
-	ClaimTokenHash string
-	ClaimedAt      pgtype.Timestamptz
-	Round          int32
-	HeadVersion    int64
-	Heads          int32
-	UpdatedAt      time.Time
-	ObjectID       int64
+	CurrentStatus string
+	ClaimedBy     string
+	ClaimToken    string
+	ClaimedAt     pgtype.Timestamptz
+	Round         int32
+	HeadVersion   int64
+	Heads         int32
+	UpdatedAt     time.Time
+	ObjectID      int64
 }
 
 // The updates return the id so that the glue counts the rows written (a
@@ -611,7 +611,7 @@ type ObjectUpdateBatchResults struct {
 func (q *Queries) ObjectUpdate(ctx context.Context, db DBTX, arg []ObjectUpdateParams) *ObjectUpdateBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
-		vals := []interface{}{a.CurrentStatus, a.ClaimedBy, a.ClaimTokenHash, a.ClaimedAt, a.Round, a.HeadVersion, a.Heads, a.UpdatedAt, a.ObjectID}
+		vals := []interface{}{a.CurrentStatus, a.ClaimedBy, a.ClaimToken, a.ClaimedAt, a.Round, a.HeadVersion, a.Heads, a.UpdatedAt, a.ObjectID}
 		batch.Queue(ObjectUpdate, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
@@ -651,17 +651,17 @@ RETURNING object_id
 `
 
 type ObjectUpdateWithContentParams struct {
-	CurrentStatus  string
-	ClaimedBy      string
-	ClaimTokenHash string
-	ClaimedAt      pgtype.Timestamptz
-	Round          int32
-	HeadVersion    int64
-	Heads          int32
-	UpdatedAt      time.Time
-	Content        string
-	ContentHash    string
-	ObjectID       int64
+	CurrentStatus string
+	ClaimedBy     string
+	ClaimToken    string
+	ClaimedAt     pgtype.Timestamptz
+	Round         int32
+	HeadVersion   int64
+	Heads         int32
+	UpdatedAt     time.Time
+	Content       string
+	ContentHash   string
+	ObjectID      int64
 }
 
 type ObjectUpdateWithContentBatchResults struct {
@@ -673,7 +673,7 @@ type ObjectUpdateWithContentBatchResults struct {
 func (q *Queries) ObjectUpdateWithContent(ctx context.Context, db DBTX, arg []ObjectUpdateWithContentParams) *ObjectUpdateWithContentBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
-		vals := []interface{}{a.CurrentStatus, a.ClaimedBy, a.ClaimTokenHash, a.ClaimedAt, a.Round, a.HeadVersion, a.Heads, a.UpdatedAt, a.Content, a.ContentHash, a.ObjectID}
+		vals := []interface{}{a.CurrentStatus, a.ClaimedBy, a.ClaimToken, a.ClaimedAt, a.Round, a.HeadVersion, a.Heads, a.UpdatedAt, a.Content, a.ContentHash, a.ObjectID}
 		batch.Queue(ObjectUpdateWithContent, vals...)
 	}
 	br := db.SendBatch(ctx, batch)
@@ -1244,12 +1244,12 @@ type PrincipalInsertParams struct {
 	Name           string
 	TokenHash      string
 	CreatedAt      time.Time
-	LeaseTaskID    *int64
+	TaskID         *int64
 	LeaseTokenHash *string
 }
 
 func (q *Queries) PrincipalInsert(ctx context.Context, db DBTX, arg PrincipalInsertParams) error {
-	_, err := db.Exec(ctx, PrincipalInsert, arg.PrincipalID, arg.Name, arg.TokenHash, arg.CreatedAt, arg.LeaseTaskID, arg.LeaseTokenHash)
+	_, err := db.Exec(ctx, PrincipalInsert, arg.PrincipalID, arg.Name, arg.TokenHash, arg.CreatedAt, arg.TaskID, arg.LeaseTokenHash)
 	return err
 }
 

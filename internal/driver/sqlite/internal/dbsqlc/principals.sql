@@ -2,7 +2,7 @@
 
 -- name: PrincipalInsert :exec
 INSERT INTO cks_principals (principal_id, name, token_hash, created_at, task_id, lease_token_hash)
-VALUES (@principal_id, @name, @token_hash, @created_at, @lease_task_id, @lease_token_hash);
+VALUES (@principal_id, @name, @token_hash, @created_at, @task_id, @lease_token_hash);
 
 -- @grants is a JSON array of {"principal_id", "resource", "permission"}.
 -- name: GrantInsertMany :exec

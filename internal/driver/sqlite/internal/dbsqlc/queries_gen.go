@@ -496,24 +496,24 @@ RETURNING object_id
 `
 
 type ObjectInsertParams struct {
-	Kind           string
-	Title          string
-	Content        string
-	ContentHash    string
-	CurrentStatus  string
-	ClaimedBy      string
-	ClaimTokenHash string
-	ClaimedAt      *string
-	Round          int64
-	CreatedBy      string
-	CreatedAt      string
-	UpdatedAt      string
-	HeadVersion    int64
-	Heads          int64
+	Kind          string
+	Title         string
+	Content       string
+	ContentHash   string
+	CurrentStatus string
+	ClaimedBy     string
+	ClaimToken    string
+	ClaimedAt     *string
+	Round         int64
+	CreatedBy     string
+	CreatedAt     string
+	UpdatedAt     string
+	HeadVersion   int64
+	Heads         int64
 }
 
 func (q *Queries) ObjectInsert(ctx context.Context, db DBTX, arg ObjectInsertParams) (int64, error) {
-	row := db.QueryRowContext(ctx, objectInsert, arg.Kind, arg.Title, arg.Content, arg.ContentHash, arg.CurrentStatus, arg.ClaimedBy, arg.ClaimTokenHash, arg.ClaimedAt, arg.Round, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.HeadVersion, arg.Heads)
+	row := db.QueryRowContext(ctx, objectInsert, arg.Kind, arg.Title, arg.Content, arg.ContentHash, arg.CurrentStatus, arg.ClaimedBy, arg.ClaimToken, arg.ClaimedAt, arg.Round, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.HeadVersion, arg.Heads)
 	var objectID int64
 	err := row.Scan(&objectID)
 	return objectID, err
@@ -585,19 +585,19 @@ WHERE object_id = ?9
 `
 
 type ObjectUpdateParams struct {
-	CurrentStatus  string
-	ClaimedBy      string
-	ClaimTokenHash string
-	ClaimedAt      *string
-	Round          int64
-	HeadVersion    int64
-	Heads          int64
-	UpdatedAt      string
-	ObjectID       int64
+	CurrentStatus string
+	ClaimedBy     string
+	ClaimToken    string
+	ClaimedAt     *string
+	Round         int64
+	HeadVersion   int64
+	Heads         int64
+	UpdatedAt     string
+	ObjectID      int64
 }
 
 func (q *Queries) ObjectUpdate(ctx context.Context, db DBTX, arg ObjectUpdateParams) (int64, error) {
-	result, err := db.ExecContext(ctx, objectUpdate, arg.CurrentStatus, arg.ClaimedBy, arg.ClaimTokenHash, arg.ClaimedAt, arg.Round, arg.HeadVersion, arg.Heads, arg.UpdatedAt, arg.ObjectID)
+	result, err := db.ExecContext(ctx, objectUpdate, arg.CurrentStatus, arg.ClaimedBy, arg.ClaimToken, arg.ClaimedAt, arg.Round, arg.HeadVersion, arg.Heads, arg.UpdatedAt, arg.ObjectID)
 	if err != nil {
 		return 0, err
 	}
@@ -613,21 +613,21 @@ WHERE object_id = ?11
 `
 
 type ObjectUpdateWithContentParams struct {
-	CurrentStatus  string
-	ClaimedBy      string
-	ClaimTokenHash string
-	ClaimedAt      *string
-	Round          int64
-	HeadVersion    int64
-	Heads          int64
-	UpdatedAt      string
-	Content        string
-	ContentHash    string
-	ObjectID       int64
+	CurrentStatus string
+	ClaimedBy     string
+	ClaimToken    string
+	ClaimedAt     *string
+	Round         int64
+	HeadVersion   int64
+	Heads         int64
+	UpdatedAt     string
+	Content       string
+	ContentHash   string
+	ObjectID      int64
 }
 
 func (q *Queries) ObjectUpdateWithContent(ctx context.Context, db DBTX, arg ObjectUpdateWithContentParams) (int64, error) {
-	result, err := db.ExecContext(ctx, objectUpdateWithContent, arg.CurrentStatus, arg.ClaimedBy, arg.ClaimTokenHash, arg.ClaimedAt, arg.Round, arg.HeadVersion, arg.Heads, arg.UpdatedAt, arg.Content, arg.ContentHash, arg.ObjectID)
+	result, err := db.ExecContext(ctx, objectUpdateWithContent, arg.CurrentStatus, arg.ClaimedBy, arg.ClaimToken, arg.ClaimedAt, arg.Round, arg.HeadVersion, arg.Heads, arg.UpdatedAt, arg.Content, arg.ContentHash, arg.ObjectID)
 	if err != nil {
 		return 0, err
 	}
@@ -1570,12 +1570,12 @@ type PrincipalInsertParams struct {
 	Name           string
 	TokenHash      string
 	CreatedAt      string
-	LeaseTaskID    *int64
+	TaskID         *int64
 	LeaseTokenHash *string
 }
 
 func (q *Queries) PrincipalInsert(ctx context.Context, db DBTX, arg PrincipalInsertParams) error {
-	_, err := db.ExecContext(ctx, principalInsert, arg.PrincipalID, arg.Name, arg.TokenHash, arg.CreatedAt, arg.LeaseTaskID, arg.LeaseTokenHash)
+	_, err := db.ExecContext(ctx, principalInsert, arg.PrincipalID, arg.Name, arg.TokenHash, arg.CreatedAt, arg.TaskID, arg.LeaseTokenHash)
 	return err
 }
 
