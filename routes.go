@@ -133,6 +133,12 @@ var (
 	OpStartAgent = endpoint[SweeperInput, SweeperStatus]("start_agent", "POST", "/v1/sweepers/{agent_id}/start")
 	// OpStopAgent is stop_agent.
 	OpStopAgent = endpoint[SweeperInput, SweeperStatus]("stop_agent", "POST", "/v1/sweepers/{agent_id}/stop")
+	// OpPauseType is pause_type.
+	OpPauseType = endpoint[PauseTypeInput, PausedType]("pause_type", "POST", "/v1/types/pause")
+	// OpResumeType is resume_type.
+	OpResumeType = endpoint[TypeInput, TypeResumed]("resume_type", "POST", "/v1/types/resume")
+	// OpListPausedTypes is list_paused_types.
+	OpListPausedTypes = endpoint[struct{}, PausedTypeList]("list_paused_types", "GET", "/v1/types/paused")
 	// OpSubmitResearch is submit_research.
 	OpSubmitResearch = endpoint[SubmitResearchInput, Object]("submit_research", "POST", "/v1/objects")
 	// OpListObjects is list_objects.
@@ -208,6 +214,9 @@ func Operations() []Operation {
 		OpAgentStatus,
 		OpStartAgent,
 		OpStopAgent,
+		OpPauseType,
+		OpResumeType,
+		OpListPausedTypes,
 		OpSubmitResearch,
 		OpListObjects,
 		OpGetObject,

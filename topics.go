@@ -24,6 +24,9 @@ const (
 	// TopicPrincipals: a principal was deleted (its token revoked). The
 	// hubs' token caches drop what they hold when it arrives.
 	TopicPrincipals = "principals"
+	// TopicFlowControl: a flow-control rule changed (a task type was paused
+	// or resumed). Boards and panels re-read the rules when it arrives.
+	TopicFlowControl = "flow_control"
 )
 
 // MaintenanceLeadership names the leadership of the hub that runs the

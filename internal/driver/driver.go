@@ -245,9 +245,9 @@ type TaskExecutor interface {
 	// The events are written whether or not their rows exist. It returns
 	// how many rows it wrote; zero rows and events is nothing.
 	TaskMoveMany(ctx context.Context, p TaskMoveManyParams) (int, error)
-	// TaskClaimable reads up to Limit tasks that a claim may take, locked
-	// with LockUpdateSkip, in claim order (priority descending, then
-	// created_at, then id).
+	// TaskClaimable reads up to Limit tasks that a claim may take (due, of
+	// a type that is not paused), locked with LockUpdateSkip, in claim
+	// order (priority descending, then created_at, then id).
 	TaskClaimable(ctx context.Context, p TaskClaimableParams) ([]TaskRow, error)
 	// TaskClaim leases up to Limit of the tasks TaskClaimable would read,
 	// in one statement where the dialect allows (Postgres: an UPDATE of
@@ -269,9 +269,9 @@ type TaskExecutor interface {
 	// TaskCountByState counts the tasks p selects per state, in one read:
 	// one row per state that has any, ordered by state.
 	TaskCountByState(ctx context.Context, p TaskCountParams) ([]TaskStateCount, error)
-	// TaskTypesDue returns, per task type with OPEN tasks whose run_after
-	// is not after now, how many there are and since when the oldest has
-	// been OPEN; ordered by type.
+	// TaskTypesDue returns, per task type that is not paused with OPEN
+	// tasks whose run_after is not after now, how many there are and since
+	// when the oldest has been OPEN; ordered by type.
 	TaskTypesDue(ctx context.Context, now time.Time) ([]TaskTypeDue, error)
 	// TaskNextDue returns the earliest run_after after now of an OPEN task,
 	// the zero time when no OPEN task waits to become due.
@@ -279,6 +279,16 @@ type TaskExecutor interface {
 	// TaskTypesHeld returns the task types of the CLAIMED and RUNNING
 	// tasks, ordered.
 	TaskTypesHeld(ctx context.Context) ([]string, error)
+	// TypePause records r's type as paused and reports whether it did
+	// (false: the type was paused already, and its row is left as it is).
+	TypePause(ctx context.Context, r PausedTypeRow) (bool, error)
+	// TypeResume deletes a type's pause and reports whether there was one.
+	TypeResume(ctx context.Context, taskType string) (bool, error)
+	// TypePausedGet returns a paused type's row (ErrNoRows when the type
+	// is not paused).
+	TypePausedGet(ctx context.Context, taskType string) (PausedTypeRow, error)
+	// TypePausedList returns every paused type's row, by type.
+	TypePausedList(ctx context.Context) ([]PausedTypeRow, error)
 	// TaskEventMinutes counts the task events at or after p.Since and
 	// before p.Until per minute (of their time, truncated) and transition,
 	// ordered by minute, from and to.
@@ -652,6 +662,15 @@ type TaskDependantsParams struct {
 	DependsOn []int64
 	State     string
 	Lock      Lock
+}
+
+// PausedTypeRow is one row of cks_paused_types: a task type the claims
+// skip on every hub until it is resumed (issue 42).
+type PausedTypeRow struct {
+	Type     string
+	PausedBy string
+	Reason   string
+	PausedAt time.Time
 }
 
 // TaskEventRow is one row of cks_task_events.

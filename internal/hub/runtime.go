@@ -223,15 +223,16 @@ func (rt *Runtime) watch(ctx context.Context) {
 			// … by a standalone agent: TopicTasksMoved, coalesced by the
 			// process that moved it), or an abort requested or confirmed,
 			// by any process, tells them too (the board, task and charts
-			// pages follow it).
+			// pages follow it), as does a task type paused or resumed on
+			// any hub (the board shows the paused types).
 			topics := []string{cks.TopicSweeperControl, cks.TopicObjects, cks.TopicTasksReady, cks.TopicTaskAborts,
-				cks.TopicTasksMoved}
+				cks.TopicTasksMoved, cks.TopicFlowControl}
 			err := rt.cfg.Changes.WatchChanges(ctx, topics, func(topic string) {
 				switch topic {
 				case cks.TopicObjects:
 					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
 					return
-				case cks.TopicTasksReady, cks.TopicTaskAborts, cks.TopicTasksMoved:
+				case cks.TopicTasksReady, cks.TopicTaskAborts, cks.TopicTasksMoved, cks.TopicFlowControl:
 					rt.Bus.Publish(events.Event{Type: events.TasksChanged, At: rt.cfg.Clock.Now()})
 					return
 				}

@@ -40,6 +40,7 @@ var bases = map[string]string{
 	"fail_task": `{"task_id":1,"lease_token":"x"}`, "request_input": `{"task_id":1,"lease_token":"x","question":"q"}`,
 	"claim_review": `{"task_id":1}`, "approve_review": `{"task_id":1,"lease_token":"x"}`,
 	"reject_review": `{"task_id":1,"lease_token":"x"}`, "list_agents": `{}`, "agent_status": `{"agent_id":"lease_reaper"}`,
+	"pause_type": `{"type":"build","reason":"provider down"}`, "resume_type": `{"type":"build"}`, "list_paused_types": `{}`,
 	"start_agent": `{"agent_id":"lease_reaper"}`, "stop_agent": `{"agent_id":"lease_reaper"}`,
 	"submit_research": `{"question":"q"}`, "list_objects": `{}`, "get_object": `{"object_id":1}`,
 	"list_object_versions": `{"object_id":1}`, "write_object_version": `{"object_id":1,"base_version":1,"content":{}}`,

@@ -20,7 +20,8 @@ import (
 
 // mcpTools are the MCP tools: the names the seeds and the first build fixed,
 // the worker's (the executor and review operations, issue 25), the
-// knowledge store's, and retry_task and the bulk operations (issue 24); the
+// knowledge store's, retry_task and the bulk operations (issue 24) and the
+// task types' flow control (issue 42); the
 // table must keep them exactly.
 var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop", "report_process",
@@ -29,6 +30,7 @@ var mcpTools = []string{
 	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",
 	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
+	"pause_type", "resume_type", "list_paused_types",
 	"submit_research", "list_objects", "get_object", "list_object_versions", "write_object_version",
 }
 
@@ -59,7 +61,7 @@ func TestTableShape(t *testing.T) {
 		if !slices.Contains(auth.Permissions, sp.Permission) {
 			t.Errorf("%s: permission %q", sp.Name, sp.Permission)
 		}
-		res := strings.NewReplacer("{task_id}", "1", "{object_id}", "1", "{agent_id}", "lease_reaper", "{process_kind}", "critic").Replace(sp.Resource)
+		res := strings.NewReplacer("{task_id}", "1", "{object_id}", "1", "{agent_id}", "lease_reaper", "{process_kind}", "critic", "{type}", "build").Replace(sp.Resource)
 		if err := auth.ValidResource(res); err != nil {
 			t.Errorf("%s: resource %s: %v", sp.Name, sp.Resource, err)
 		}

@@ -150,6 +150,12 @@ var outputDocs = map[string]string{
 	"status":              "alive (it heartbeated within 3 × its liveness interval) or stopped (it exited, or its heartbeat is older)",
 	"heartbeat_age_s":     "seconds since its last heartbeat, at read time",
 
+	// Paused task types.
+	"paused_by": "who paused the type (the first pause, when it was paused again)",
+	"paused_at": "when the type was paused",
+	"resumed":   "true when the type was paused and no longer is; false when it was not paused",
+	"types":     "the paused task types, by type",
+
 	// Sweepers.
 	"sweepers":                 "every sweeper",
 	"agent_id":                 "the sweeper's id",

@@ -138,6 +138,8 @@ var listLimit = num(1, cks.MaxListLimit, cks.DefaultListLimit)
 // of no declaration is held to the zero rule.
 var declared = map[reflect.Type]fields{
 	typeOf[cks.TaskInput]():       {"task_id": id},
+	typeOf[cks.PauseTypeInput]():  {"type": taskType},
+	typeOf[cks.TypeInput]():       {"type": taskType},
 	typeOf[cks.AnswerTaskInput](): {"task_id": id, "text": {nonBlank: true, is: ledger.ValidateAnswer}},
 	typeOf[cks.TaskReasonInput](): {"task_id": id},
 	typeOf[cks.StopTaskInput]():   {"task_id": id, "reason": {nonBlank: true, is: ledger.ValidateStopReason}},

@@ -456,6 +456,67 @@ func Tasks(t *testing.T, newDB NewDB) {
 			t.Fatalf("claimable while %d is held = %v, want [%d]", got[1], g, got[5])
 		}
 	})
+	t.Run("PausedTypes", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		got := insert(t, ex, task("a", stOpen), task("b", stOpen), task("a", stOpen))
+		pause := func(typ, by string) bool {
+			t.Helper()
+			ok, err := ex.TypePause(ctx, driver.PausedTypeRow{Type: typ, PausedBy: by, Reason: "provider down", PausedAt: sec(1)})
+			must(t, "pause", err)
+			return ok
+		}
+		if !pause("a", "ops") || pause("a", "someone else") {
+			t.Fatal("pausing a twice: want the first to record and the second to find it paused")
+		}
+		r, err := ex.TypePausedGet(ctx, "a")
+		must(t, "paused get", err)
+		if want := (driver.PausedTypeRow{Type: "a", PausedBy: "ops", Reason: "provider down", PausedAt: sec(1)}); !r.PausedAt.Equal(want.PausedAt) ||
+			r.Type != want.Type || r.PausedBy != want.PausedBy || r.Reason != want.Reason {
+			t.Fatalf("paused get = %+v, want %+v (the first pause kept)", r, want)
+		}
+		if _, err := ex.TypePausedGet(ctx, "b"); !errors.Is(err, driver.ErrNoRows) {
+			t.Fatalf("paused get of b = %v, want ErrNoRows", err)
+		}
+		pause("0-first", "ops")
+		list, err := ex.TypePausedList(ctx)
+		must(t, "paused list", err)
+		if len(list) != 2 || list[0].Type != "0-first" || list[1].Type != "a" {
+			t.Fatalf("paused list = %+v, want 0-first then a", list)
+		}
+		// Both claim forms pass over a paused type's tasks, whichever
+		// types they ask for.
+		for _, types := range [][]string{nil, {"a"}, {"a", "b"}} {
+			rows, err := ex.TaskClaimable(ctx, driver.TaskClaimableParams{State: stOpen, Types: types, Now: sec(2), Limit: 10})
+			skipUnsupported(t, "claimable", err)
+			wantB := len(types) == 0 || slices.Contains(types, "b")
+			if g := ids(rows); slices.Contains(g, got[0]) || slices.Contains(g, got[2]) || slices.Contains(g, got[1]) != wantB {
+				t.Errorf("claimable %v with a paused = %v, want no task of a (and b's: %v)", types, g, wantB)
+			}
+		}
+		claimed, err := ex.TaskClaim(ctx, driver.TaskClaimParams{
+			TaskClaimableParams: driver.TaskClaimableParams{State: stOpen, Now: sec(2), Limit: 3},
+			Leases:              leases("w", "h1", "h2", "h3"), To: stClaimed, AttemptsAdded: 1})
+		skipUnsupported(t, "claim", err)
+		if g := claimedIDs(claimed); !slices.Equal(g, []int64{got[1]}) {
+			t.Fatalf("claim with a paused = %v, want only b's task %d", g, got[1])
+		}
+		for i, want := range []bool{true, false} {
+			ok, err := ex.TypeResume(ctx, "a")
+			must(t, "resume", err)
+			if ok != want {
+				t.Fatalf("resume a (%d) = %v, want %v", i+1, ok, want)
+			}
+		}
+		claimed, err = ex.TaskClaim(ctx, driver.TaskClaimParams{
+			TaskClaimableParams: driver.TaskClaimableParams{State: stOpen, Types: []string{"a"}, Now: sec(3), Limit: 2},
+			Leases:              leases("w", "h4", "h5"), To: stClaimed, AttemptsAdded: 1})
+		skipUnsupported(t, "claim", err)
+		if g := claimedIDs(claimed); !slices.Equal(g, []int64{got[0], got[2]}) {
+			t.Fatalf("claim after resume = %v, want a's tasks %d %d", g, got[0], got[2])
+		}
+	})
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

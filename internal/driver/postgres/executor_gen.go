@@ -142,6 +142,16 @@ func taskRowsOf(rows []dbsqlc.CksOutboxTask) []driver.TaskRow {
 	return out
 }
 
+// pausedTypeRowOf reads a dbsqlc.CksPausedType as a driver.PausedTypeRow.
+func pausedTypeRowOf(r dbsqlc.CksPausedType) driver.PausedTypeRow {
+	return driver.PausedTypeRow{
+		Type:     r.Type,
+		PausedBy: r.PausedBy,
+		Reason:   r.Reason,
+		PausedAt: driver.Time(r.PausedAt),
+	}
+}
+
 // principalRowOf reads a dbsqlc.CksPrincipal as a driver.PrincipalRow.
 func principalRowOf(r dbsqlc.CksPrincipal) driver.PrincipalRow {
 	return driver.PrincipalRow{
@@ -1158,6 +1168,16 @@ func transitionPurgeCandidatesParams(p driver.TransitionPurgeCandidatesParams) d
 		Before:   driver.Time(p.Before),
 		Statuses: nonNil(p.Statuses),
 		Limit:    int32(p.Limit),
+	}
+}
+
+// typePauseParams writes a driver.PausedTypeRow as dbsqlc.TypePauseParams.
+func typePauseParams(p driver.PausedTypeRow) dbsqlc.TypePauseParams {
+	return dbsqlc.TypePauseParams{
+		Type:     p.Type,
+		PausedBy: p.PausedBy,
+		Reason:   p.Reason,
+		PausedAt: driver.Time(p.PausedAt),
 	}
 }
 
@@ -2380,6 +2400,25 @@ func eachTransitionPurgeCandidates(ctx context.Context, db dbsqlc.DBTX, arg dbsq
 	return rows.Err()
 }
 
+// eachTypePausedList runs dbsqlc's TypePausedList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTypePausedList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksPausedType)) error {
+	rows, err := db.Query(ctx, dbsqlc.TypePausedList)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksPausedType
+	dest := []any{&i.Type, &i.PausedBy, &i.Reason, &i.PausedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachVersionList runs dbsqlc's VersionList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachVersionList(ctx context.Context, db dbsqlc.DBTX, objectID int64, each func(*dbsqlc.CksObjectVersion)) error {
@@ -2513,6 +2552,44 @@ func (e *executor) TaskCount(ctx context.Context, p driver.TaskCountParams) (int
 		return 0, mapErr("task count", err)
 	}
 	return int(x), nil
+}
+
+// TypePause implements driver.Executor with dbsqlc's TypePause.
+func (e *executor) TypePause(ctx context.Context, arg driver.PausedTypeRow) (bool, error) {
+	x, err := e.d.q.TypePause(ctx, e.db, typePauseParams(arg))
+	if err != nil {
+		return false, mapErr("type pause", err)
+	}
+	return x > 0, nil
+}
+
+// TypeResume implements driver.Executor with dbsqlc's TypeResume.
+func (e *executor) TypeResume(ctx context.Context, taskType string) (bool, error) {
+	x, err := e.d.q.TypeResume(ctx, e.db, taskType)
+	if err != nil {
+		return false, mapErr(fmt.Sprint("type resume ", taskType), err)
+	}
+	return x > 0, nil
+}
+
+// TypePausedGet implements driver.Executor with dbsqlc's TypePausedGet.
+func (e *executor) TypePausedGet(ctx context.Context, taskType string) (driver.PausedTypeRow, error) {
+	x, err := e.d.q.TypePausedGet(ctx, e.db, taskType)
+	if err != nil {
+		return driver.PausedTypeRow{}, mapErr(fmt.Sprint("type paused get ", taskType), err)
+	}
+	return pausedTypeRowOf(x), nil
+}
+
+// TypePausedList implements driver.Executor with dbsqlc's TypePausedList.
+func (e *executor) TypePausedList(ctx context.Context) ([]driver.PausedTypeRow, error) {
+	out := []driver.PausedTypeRow{}
+	add := func(r *dbsqlc.CksPausedType) { out = append(out, pausedTypeRowOf(*r)) }
+	err := eachTypePausedList(ctx, e.db, add)
+	if err != nil {
+		return nil, mapErr("type paused list", err)
+	}
+	return out, nil
 }
 
 // TaskClaimWaits implements driver.Executor with dbsqlc's TaskClaimWaits.

@@ -317,8 +317,14 @@ UPDATE cks_outbox_tasks t SET state = r.state FROM real_states r WHERE r.task_id
 					t.Errorf("%s (%s, %s) does not use %s:\n%s", tc.name, tc.query, ph.name, w, p)
 				}
 			}
+			// The paused task types are a table of a handful of rows that
+			// a claim reads whole once (an InitPlan): its scan is no scan
+			// of the tasks.
+			tasksOnly := strings.Join(slices.DeleteFunc(strings.Split(p, "\n"), func(l string) bool {
+				return strings.Contains(l, "on cks_paused_types")
+			}), "\n")
 			for _, b := range tc.bad {
-				if strings.Contains(p, b) {
+				if strings.Contains(tasksOnly, b) {
 					t.Errorf("%s (%s, %s): the plan has %q:\n%s", tc.name, tc.query, ph.name, b, p)
 				}
 			}

@@ -22,6 +22,7 @@ func Tables() []Table {
 		taskAborts(),
 		sweeperControl(),
 		sweeperPasses(),
+		pausedTypes(),
 		leaders(),
 		objects(),
 		objectVersions(),
@@ -457,6 +458,20 @@ func sweeperControl() Table {
 			textKey("agent_id"),
 			{Name: "desired_running", Type: Bool, NotNull: true},
 			at("updated_at"),
+		},
+	}
+}
+
+func pausedTypes() Table {
+	return Table{
+		// Issue 42: a row for each task type paused fleet-wide (pause_type),
+		// deleted by resume_type. The claims skip a type that has one.
+		Name: "cks_paused_types",
+		Columns: []Column{
+			textKey("type"),
+			text("paused_by"),
+			textOr("reason"),
+			at("paused_at"),
 		},
 	}
 }

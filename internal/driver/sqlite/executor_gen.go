@@ -268,6 +268,32 @@ func taskRowsOf(rows []dbsqlc.CksOutboxTask) ([]driver.TaskRow, error) {
 	return out, nil
 }
 
+// pausedTypeRowOf reads a dbsqlc.CksPausedType as a driver.PausedTypeRow.
+func pausedTypeRowOf(r dbsqlc.CksPausedType) (driver.PausedTypeRow, error) {
+	pausedAt, err := parseTime(r.PausedAt)
+	if err != nil {
+		return driver.PausedTypeRow{}, fmt.Errorf("PausedTypeRow PausedAt: %w", err)
+	}
+	return driver.PausedTypeRow{
+		Type:     r.Type,
+		PausedBy: r.PausedBy,
+		Reason:   r.Reason,
+		PausedAt: pausedAt,
+	}, nil
+}
+
+// pausedTypeRowsOf reads rows with pausedTypeRowOf.
+func pausedTypeRowsOf(rows []dbsqlc.CksPausedType) ([]driver.PausedTypeRow, error) {
+	out := make([]driver.PausedTypeRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = pausedTypeRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // principalRowOf reads a dbsqlc.CksPrincipal as a driver.PrincipalRow.
 func principalRowOf(r dbsqlc.CksPrincipal) (driver.PrincipalRow, error) {
 	createdAt, err := parseTime(r.CreatedAt)
@@ -1100,6 +1126,16 @@ func transitionPurgeCandidatesParams(p driver.TransitionPurgeCandidatesParams) d
 	}
 }
 
+// typePauseParams writes a driver.PausedTypeRow as dbsqlc.TypePauseParams.
+func typePauseParams(p driver.PausedTypeRow) dbsqlc.TypePauseParams {
+	return dbsqlc.TypePauseParams{
+		Type:     p.Type,
+		PausedBy: p.PausedBy,
+		Reason:   p.Reason,
+		PausedAt: fmtTime(p.PausedAt),
+	}
+}
+
 // versionInsertParams writes a driver.VersionRow as dbsqlc.VersionInsertParams.
 func versionInsertParams(p driver.VersionRow) dbsqlc.VersionInsertParams {
 	return dbsqlc.VersionInsertParams{
@@ -1188,6 +1224,52 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 		return nil, mapErr("task lease expired", err)
 	}
 	return taskRowsOf(x)
+}
+
+// TypePause implements driver.Executor with dbsqlc's TypePause.
+func (e *executor) TypePause(ctx context.Context, arg driver.PausedTypeRow) (bool, error) {
+	var out bool
+	err := e.write(ctx, "type pause", func(w *wtx) error {
+		x, err := e.d.q.TypePause(ctx, w, typePauseParams(arg))
+		if err != nil {
+			return mapErr("type pause", err)
+		}
+		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
+// TypeResume implements driver.Executor with dbsqlc's TypeResume.
+func (e *executor) TypeResume(ctx context.Context, taskType string) (bool, error) {
+	var out bool
+	err := e.write(ctx, fmt.Sprint("type resume ", taskType), func(w *wtx) error {
+		x, err := e.d.q.TypeResume(ctx, w, taskType)
+		if err != nil {
+			return mapErr(fmt.Sprint("type resume ", taskType), err)
+		}
+		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
+// TypePausedGet implements driver.Executor with dbsqlc's TypePausedGet.
+func (e *executor) TypePausedGet(ctx context.Context, taskType string) (driver.PausedTypeRow, error) {
+	x, err := e.d.q.TypePausedGet(ctx, e.read, taskType)
+	if err != nil {
+		return driver.PausedTypeRow{}, mapErr(fmt.Sprint("type paused get ", taskType), err)
+	}
+	return pausedTypeRowOf(x)
+}
+
+// TypePausedList implements driver.Executor with dbsqlc's TypePausedList.
+func (e *executor) TypePausedList(ctx context.Context) ([]driver.PausedTypeRow, error) {
+	x, err := e.d.q.TypePausedList(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("type paused list", err)
+	}
+	return pausedTypeRowsOf(x)
 }
 
 // TaskClaimWaits implements driver.Executor with dbsqlc's TaskClaimWaits.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,16 +48,23 @@ func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermStop, PermStart, PermCancel, PermRetry, PermControl, PermAdmin}
 
 // Roots of the resource tree. A resource is "/", a root, or a root followed by
-// one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID.
+// one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID,
+// /types/TYPE (TypeResource).
 const (
 	ResourceRoot      = "/"
 	ResourceTasks     = "/tasks"
 	ResourceSweepers  = "/sweepers"
 	ResourceProcesses = "/processes"
 	ResourceObjects   = "/objects"
+	ResourceTypes     = "/types"
 )
 
-var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects}
+var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects, ResourceTypes}
+
+// TypeResource returns /types/TYPE, the resource of a task type's flow
+// control (pause_type). A type may hold "/" (repo/build), so the segment is
+// the type path-escaped (/types/repo%2Fbuild): one segment, as every id.
+func TypeResource(typ string) string { return ResourceTypes + "/" + url.PathEscape(typ) }
 
 // TaskResource returns /tasks/ID.
 func TaskResource(id int64) string { return ResourceTasks + "/" + strconv.FormatInt(id, 10) }
@@ -77,7 +85,7 @@ func validPermission(perm string) error {
 
 // ValidResource reports whether res is a node of the resource tree: "/",
 // /tasks, /tasks/ID (a positive integer), /sweepers, /sweepers/ID, /processes,
-// /processes/KIND, /objects or /objects/ID.
+// /processes/KIND, /objects, /objects/ID, /types or /types/TYPE.
 func ValidResource(res string) error {
 	if res == ResourceRoot {
 		return nil

@@ -53,6 +53,7 @@ func TestIdempotentHintsHold(t *testing.T) {
 			return map[string]any{"process_kind": "exec"}
 		},
 		mcpserver.ToolStartAgent: func() map[string]any { return map[string]any{"agent_id": "lease_reaper"} },
+		mcpserver.ToolPauseType:  func() map[string]any { return map[string]any{"type": "held", "reason": "provider down"} },
 		mcpserver.ToolReportProcess: func() map[string]any {
 			return map[string]any{"process_kind": "summarize", "instance_id": "i-report", "current_task_id": 3, "current_task_type": "summarize"}
 		},

@@ -52,6 +52,9 @@ const (
 	ToolAgentStatus        = "agent_status"
 	ToolStartAgent         = "start_agent"
 	ToolStopAgent          = "stop_agent"
+	ToolPauseType          = "pause_type"
+	ToolResumeType         = "resume_type"
+	ToolListPausedTypes    = "list_paused_types"
 	ToolSubmitResearch     = "submit_research"
 	ToolGetObject          = "get_object"
 	// The worker's tools (the executor and review operations).

@@ -621,3 +621,32 @@ func TestTaskBoardRowSaysWhoStopped(t *testing.T) {
 		t.Fatalf("%d rows say who stopped them, want the one STOPPED", strings.Count(body, "data-stopped-by"))
 	}
 }
+
+// TestTaskBoardShowsPausedTypes (issue 42 item 6): the board says which
+// task types are paused, by whom, since when and why, and a paused type's
+// waiting tasks are not named unclaimed (no worker would take them); once
+// the type is resumed the notice goes.
+func TestTaskBoardShowsPausedTypes(t *testing.T) {
+	e := newFullEnv(t)
+	ctx := context.Background()
+	enqueue(t, e.store, "build", "Held while the provider is down")
+	if _, err := e.store.Tasks.PauseType(ctx, ledger.PauseTypeParams{Type: "build", Actor: "ops", Reason: "provider down"}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(2 * time.Minute)
+	frag := get(t, e.h, "/studio/tasks").body
+	for _, want := range []string{"data-paused", `data-paused-type="build"`, "by ops", "2m ago", "provider down"} {
+		if !strings.Contains(frag, want) {
+			t.Fatalf("the board lacks %q for the paused type:\n%s", want, frag)
+		}
+	}
+	if strings.Contains(frag, "data-unclaimed") {
+		t.Fatalf("the board names a paused type unclaimed:\n%s", frag)
+	}
+	if _, err := e.store.Tasks.ResumeType(ctx, "build"); err != nil {
+		t.Fatal(err)
+	}
+	if frag := get(t, e.h, "/studio/tasks").body; strings.Contains(frag, "data-paused") {
+		t.Fatalf("the board shows a resumed type paused:\n%s", frag)
+	}
+}

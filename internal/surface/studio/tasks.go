@@ -181,6 +181,29 @@ type boardView struct {
 	// Unclaimed are the task types no worker claims (list_unclaimed_types),
 	// shown above the board while there are any.
 	Unclaimed unclaimedView
+	// Paused are the task types paused fleet-wide (list_paused_types),
+	// shown above the board while there are any.
+	Paused []pausedType
+}
+
+// pausedType is one paused type of the board.
+type pausedType struct {
+	Type, By, Reason string
+	Since            timeField
+}
+
+// paused reads the paused task types for the board (none when the viewer
+// may not read them).
+func (s *server) paused(ctx context.Context, now time.Time) []pausedType {
+	l, err := ops.ListPausedTypes.Do(ctx, s.ops, &struct{}{})
+	if err != nil {
+		return nil
+	}
+	out := make([]pausedType, len(l.Types))
+	for i, t := range l.Types {
+		out[i] = pausedType{Type: t.Type, By: t.PausedBy, Reason: t.Reason, Since: at(now, t.PausedAt)}
+	}
+	return out
 }
 
 // unclaimedView is list_unclaimed_types for the board.
@@ -467,6 +490,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	lister := listTasks{s.ops}
 	v.CanCreate = ops.Authorize(ctx, s.ops, ops.CreateTask, &cks.NewTask{}) == nil
 	v.Unclaimed = s.unclaimed(ctx, now)
+	v.Paused = s.paused(ctx, now)
 
 	// The chips count the tasks of the type and match filters, per state.
 	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type, TaskMatch: in.TaskMatch})

@@ -941,6 +941,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/types/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * pause a task type fleet-wide (persistent)
+         * @description Pause a task type: no claim hands out a task of it until resume_type. Answers the pause in force: type, paused_by (the caller), reason and paused_at; pausing a paused type changes nothing and answers the first pause. A paused type is skipped by every claim of every hub and agent on the database from the pause's commit on: its OPEN tasks stay OPEN (run_after and priority kept), CLAIMED and RUNNING attempts finish as they would, and creating tasks of the type goes on. The pause is stored, so it holds across restarts until resume_type. A type with "/" is the resource /types/ followed by the type path-escaped (repo/build: /types/repo%2Fbuild). Needs control on /types/TYPE.
+         */
+        post: operations["pause_type"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/types/paused": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * the task types paused fleet-wide
+         * @description List the paused task types, by type, under "types": type, paused_by, reason, paused_at. A paused type is skipped by every claim of every hub and agent on the database from the pause's commit on: its OPEN tasks stay OPEN (run_after and priority kept), CLAIMED and RUNNING attempts finish as they would, and creating tasks of the type goes on. The pause is stored, so it holds across restarts until resume_type. A type with "/" is the resource /types/ followed by the type path-escaped (repo/build: /types/repo%2Fbuild). Needs read on /types.
+         */
+        get: operations["list_paused_types"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/types/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * lift a task type's pause
+         * @description Resume a paused task type: its OPEN tasks are claimable again at once (waiting claims are woken). resumed is false when the type was not paused (nothing changed). A paused type is skipped by every claim of every hub and agent on the database from the pause's commit on: its OPEN tasks stay OPEN (run_after and priority kept), CLAIMED and RUNNING attempts finish as they would, and creating tasks of the type goes on. The pause is stored, so it holds across restarts until resume_type. A type with "/" is the resource /types/ followed by the type path-escaped (repo/build: /types/repo%2Fbuild). Needs control on /types/TYPE.
+         */
+        post: operations["resume_type"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1458,6 +1518,26 @@ export interface components {
             /** @description when it last changed */
             updated_at: string;
         };
+        PauseTypeInput: {
+            /** @description why, shown beside the paused type (e.g. provider down) */
+            reason?: string;
+            /** @description the task type to pause */
+            type: string;
+        };
+        PausedType: {
+            /** @description when the type was paused */
+            paused_at: string;
+            /** @description who paused the type (the first pause, when it was paused again) */
+            paused_by: string;
+            /** @description the reason given */
+            reason?: string;
+            /** @description the task's type (what kind of work; workers claim by type) */
+            type: string;
+        };
+        PausedTypeList: {
+            /** @description the paused task types, by type */
+            types: null | components["schemas"]["PausedType"][];
+        };
         PrincipalGrants: {
             /** @description when it was created */
             created_at: string;
@@ -1846,6 +1926,16 @@ export interface components {
             transitioned_to: string;
             /** @description when the entry was written */
             ts: string;
+        };
+        TypeInput: {
+            /** @description the task type */
+            type: string;
+        };
+        TypeResumed: {
+            /** @description true when the type was paused and no longer is; false when it was not paused */
+            resumed: boolean;
+            /** @description the task's type (what kind of work; workers claim by type) */
+            type: string;
         };
         UnclaimedType: {
             /** @description the task's type (what kind of work; workers claim by type) */
@@ -4139,6 +4229,128 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pause_type: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PauseTypeInput"];
+            };
+        };
+        responses: {
+            /** @description pause a task type fleet-wide (persistent) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PausedType"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_paused_types: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the task types paused fleet-wide */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PausedTypeList"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resume_type: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TypeInput"];
+            };
+        };
+        responses: {
+            /** @description lift a task type's pause */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TypeResumed"];
+                };
             };
             /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
             "4XX": {

@@ -142,6 +142,14 @@ type CksOutboxTask struct {
 	Metadata           []byte
 }
 
+// CksPausedType is a row of cks_paused_types.
+type CksPausedType struct {
+	Type     string
+	PausedBy string
+	Reason   string
+	PausedAt time.Time
+}
+
 // CksPrincipal is a row of cks_principals.
 type CksPrincipal struct {
 	PrincipalID    string
@@ -2309,6 +2317,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     
     AND (run_after IS NULL OR run_after <= $3)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $4
 FOR UPDATE SKIP LOCKED
@@ -2326,6 +2335,8 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = $3)
+    
 ORDER BY priority DESC, created_at, task_id
 LIMIT $5
 FOR UPDATE SKIP LOCKED
@@ -2344,6 +2355,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
 LIMIT $5
 FOR UPDATE SKIP LOCKED
@@ -2363,6 +2375,7 @@ WITH locked AS (
     WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
         
         AND (o.run_after IS NULL OR o.run_after <= $3)
+        AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
@@ -2448,6 +2461,8 @@ WITH locked AS (
     WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
         AND o.type = $3
         AND (o.run_after IS NULL OR o.run_after <= $4)
+        AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = $3)
+        
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
@@ -2534,6 +2549,7 @@ WITH locked AS (
     WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
         AND o.type = ANY($3::text[])
         AND (o.run_after IS NULL OR o.run_after <= $4)
+        AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
@@ -3532,6 +3548,7 @@ const TaskTypesDue = `-- name: TaskTypesDue :many
 SELECT type, count(*) AS due, min(COALESCE(state_changed_at, created_at))::timestamptz AS due_since
 FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= $1)
+    AND type <> ALL(ARRAY(SELECT p.type FROM cks_paused_types p))
 GROUP BY type
 ORDER BY type
 `
@@ -3544,7 +3561,8 @@ type TaskTypesDueRow struct {
 
 // The task types with OPEN tasks due now: per type how many, and since
 // when the longest-waiting one has been OPEN (for the signal of a type no
-// worker claims, ledger.UnclaimedTypes).
+// worker claims, ledger.UnclaimedTypes, and the claims that wait). A
+// paused type has no task due: no claim would take one.
 func (q *Queries) TaskTypesDue(ctx context.Context, db DBTX, now pgtype.Timestamptz) ([]TaskTypesDueRow, error) {
 	rows, err := db.Query(ctx, TaskTypesDue, now)
 	if err != nil {
@@ -3609,3 +3627,51 @@ func (q *Queries) TaskTypesHeld(ctx context.Context, db DBTX) ([]string, error) 
 	}
 	return items, nil
 }
+
+const TypePause = `-- name: TypePause :execrows
+INSERT INTO cks_paused_types (type, paused_by, reason, paused_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (type) DO NOTHING
+`
+
+type TypePauseParams struct {
+	Type     string
+	PausedBy string
+	Reason   string
+	PausedAt time.Time
+}
+
+func (q *Queries) TypePause(ctx context.Context, db DBTX, arg TypePauseParams) (int64, error) {
+	result, err := db.Exec(ctx, TypePause, arg.Type, arg.PausedBy, arg.Reason, arg.PausedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const TypeResume = `-- name: TypeResume :execrows
+DELETE FROM cks_paused_types WHERE type = $1
+`
+
+func (q *Queries) TypeResume(ctx context.Context, db DBTX, taskType string) (int64, error) {
+	result, err := db.Exec(ctx, TypeResume, taskType)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const TypePausedGet = `-- name: TypePausedGet :one
+SELECT type, paused_by, reason, paused_at FROM cks_paused_types WHERE type = $1
+`
+
+func (q *Queries) TypePausedGet(ctx context.Context, db DBTX, taskType string) (CksPausedType, error) {
+	row := db.QueryRow(ctx, TypePausedGet, taskType)
+	var i CksPausedType
+	err := row.Scan(&i.Type, &i.PausedBy, &i.Reason, &i.PausedAt)
+	return i, err
+}
+
+const TypePausedList = `-- name: TypePausedList :many
+SELECT type, paused_by, reason, paused_at FROM cks_paused_types ORDER BY type COLLATE "C"
+`

@@ -255,6 +255,15 @@ WHERE t.task_id = @task_id::bigint;
 -- WHERE. Without it every claim statement was planned anew, its plan
 -- costing a third of the statement (TestClaimIsPlannedOnce). A ledger that
 -- passed another state would claim nothing.
+--
+-- A type with a row in cks_paused_types (pause_type) is skipped. The claim
+-- of one type asks once, about its parameter (a filter on the whole
+-- statement, which leaves the plan of the claim index alone); the others
+-- anti-join each candidate row with the paused types (a primary-key probe
+-- per row). Comparing the rows with an array of the paused types instead
+-- (type <> ALL(ARRAY(SELECT …))), or the one type's claim with a join,
+-- made the planner sort every OPEN task of a type rather than walk the
+-- claim index (TestQueriesUseIndexes).
 
 -- name: TaskClaimable :many
 -- variants: OfType OfTypes
@@ -262,6 +271,8 @@ SELECT * FROM cks_outbox_tasks
 WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[])
     /*if OfType*/AND type = @type/*elif OfTypes*/AND type = ANY(@types::text[])/*end*/
     AND (run_after IS NULL OR run_after <= @now)
+    /*if OfType*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = @type)
+    /*else*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)/*end*/
 ORDER BY priority DESC, created_at, task_id
 LIMIT @limit
 FOR UPDATE SKIP LOCKED;
@@ -287,6 +298,8 @@ WITH locked AS (
     WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[])
         /*if OfType*/AND o.type = @type/*elif OfTypes*/AND o.type = ANY(@types::text[])/*end*/
         AND (o.run_after IS NULL OR o.run_after <= @now)
+        /*if OfType*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = @type)
+        /*else*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)/*end*/
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT @limit
     FOR UPDATE SKIP LOCKED
@@ -627,11 +640,13 @@ LIMIT @limit;
 
 -- The task types with OPEN tasks due now: per type how many, and since
 -- when the longest-waiting one has been OPEN (for the signal of a type no
--- worker claims, ledger.UnclaimedTypes).
+-- worker claims, ledger.UnclaimedTypes, and the claims that wait). A
+-- paused type has no task due: no claim would take one.
 -- name: TaskTypesDue :many
 SELECT type, count(*) AS due, min(COALESCE(state_changed_at, created_at))::timestamptz AS due_since
 FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= @now)
+    AND type <> ALL(ARRAY(SELECT p.type FROM cks_paused_types p))
 GROUP BY type
 ORDER BY type;
 
@@ -650,3 +665,20 @@ LIMIT 1;
 SELECT DISTINCT type FROM cks_outbox_tasks
 WHERE state IN ('CLAIMED', 'RUNNING')
 ORDER BY type;
+
+-- Paused task types (issue 42): a row for each type paused fleet-wide; the
+-- claims skip a type that has one.
+
+-- name: TypePause :execrows
+INSERT INTO cks_paused_types (type, paused_by, reason, paused_at)
+VALUES (@type, @paused_by, @reason, @paused_at)
+ON CONFLICT (type) DO NOTHING;
+
+-- name: TypeResume :execrows
+DELETE FROM cks_paused_types WHERE type = @task_type;
+
+-- name: TypePausedGet :one
+SELECT * FROM cks_paused_types WHERE type = @task_type;
+
+-- name: TypePausedList :many
+SELECT * FROM cks_paused_types ORDER BY type COLLATE "C";

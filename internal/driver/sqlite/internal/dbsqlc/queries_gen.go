@@ -140,6 +140,14 @@ type CksOutboxTask struct {
 	Metadata           string
 }
 
+// CksPausedType is a row of cks_paused_types.
+type CksPausedType struct {
+	Type     string
+	PausedBy string
+	Reason   string
+	PausedAt string
+}
+
 // CksPrincipal is a row of cks_principals.
 type CksPrincipal struct {
 	PrincipalID    string
@@ -2483,6 +2491,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND (CAST(?3 AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (run_after IS NULL OR run_after <= ?5)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
 LIMIT CAST(?6 AS INTEGER)
 `
@@ -2524,6 +2533,7 @@ SELECT task_id, type, title, description, acceptance_criteria, payload, state, p
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND type = ?3
     AND (run_after IS NULL OR run_after <= ?4)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
 LIMIT CAST(?5 AS INTEGER)
 `
@@ -3956,6 +3966,7 @@ const taskTypesDue = `-- name: TaskTypesDue :many
 SELECT type, count(*) AS due, CAST(min(COALESCE(state_changed_at, created_at)) AS TEXT) AS due_since
 FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= ?1)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 GROUP BY type
 ORDER BY type
 `
@@ -3968,7 +3979,8 @@ type TaskTypesDueRow struct {
 
 // The task types with OPEN tasks due now: per type how many, and since
 // when the longest-waiting one has been OPEN (for the signal of a type no
-// worker claims, ledger.UnclaimedTypes).
+// worker claims, ledger.UnclaimedTypes, and the claims that wait). A
+// paused type has no task due: no claim would take one.
 func (q *Queries) TaskTypesDue(ctx context.Context, db DBTX, now *string) ([]TaskTypesDueRow, error) {
 	rows, err := db.QueryContext(ctx, taskTypesDue, now)
 	if err != nil {
@@ -4029,6 +4041,77 @@ func (q *Queries) TaskTypesHeld(ctx context.Context, db DBTX) ([]string, error) 
 			return nil, err
 		}
 		items = append(items, v)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const typePause = `-- name: TypePause :execrows
+INSERT INTO cks_paused_types (type, paused_by, reason, paused_at)
+VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (type) DO NOTHING
+`
+
+type TypePauseParams struct {
+	Type     string
+	PausedBy string
+	Reason   string
+	PausedAt string
+}
+
+func (q *Queries) TypePause(ctx context.Context, db DBTX, arg TypePauseParams) (int64, error) {
+	result, err := db.ExecContext(ctx, typePause, arg.Type, arg.PausedBy, arg.Reason, arg.PausedAt)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const typeResume = `-- name: TypeResume :execrows
+DELETE FROM cks_paused_types WHERE type = ?1
+`
+
+func (q *Queries) TypeResume(ctx context.Context, db DBTX, taskType string) (int64, error) {
+	result, err := db.ExecContext(ctx, typeResume, taskType)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const typePausedGet = `-- name: TypePausedGet :one
+SELECT type, paused_by, reason, paused_at FROM cks_paused_types WHERE type = ?1
+`
+
+func (q *Queries) TypePausedGet(ctx context.Context, db DBTX, taskType string) (CksPausedType, error) {
+	row := db.QueryRowContext(ctx, typePausedGet, taskType)
+	var i CksPausedType
+	err := row.Scan(&i.Type, &i.PausedBy, &i.Reason, &i.PausedAt)
+	return i, err
+}
+
+const typePausedList = `-- name: TypePausedList :many
+SELECT type, paused_by, reason, paused_at FROM cks_paused_types ORDER BY type
+`
+
+func (q *Queries) TypePausedList(ctx context.Context, db DBTX) ([]CksPausedType, error) {
+	rows, err := db.QueryContext(ctx, typePausedList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksPausedType
+	for rows.Next() {
+		var i CksPausedType
+		if err := rows.Scan(&i.Type, &i.PausedBy, &i.Reason, &i.PausedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, err

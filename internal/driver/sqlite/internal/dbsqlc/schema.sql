@@ -154,6 +154,13 @@ CREATE TABLE IF NOT EXISTS cks_sweeper_passes (
     details TEXT NOT NULL DEFAULT ''
 );
 
+CREATE TABLE IF NOT EXISTS cks_paused_types (
+    type TEXT PRIMARY KEY,
+    paused_by TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    paused_at TEXT NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS cks_leaders (
     name TEXT PRIMARY KEY,
     leader_id TEXT NOT NULL,

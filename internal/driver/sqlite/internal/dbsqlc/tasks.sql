@@ -111,12 +111,16 @@ WHERE task_id = @task_id;
 -- queries compare the state as CAST(@state AS TEXT) too, which SQLite does
 -- not match against a partial index, so their prepared statements are
 -- kept.
+--
+-- A type with a row in cks_paused_types (pause_type) is skipped: one
+-- primary-key probe per candidate row.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
     AND (CAST(@any_type AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (run_after IS NULL OR run_after <= @now)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
 LIMIT CAST(@limit AS INTEGER);
 
@@ -125,6 +129,7 @@ SELECT * FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(@excluded AS TEXT)))
     AND type = @type
     AND (run_after IS NULL OR run_after <= @now)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
 LIMIT CAST(@limit AS INTEGER);
 
@@ -436,11 +441,13 @@ LIMIT @limit;
 
 -- The task types with OPEN tasks due now: per type how many, and since
 -- when the longest-waiting one has been OPEN (for the signal of a type no
--- worker claims, ledger.UnclaimedTypes).
+-- worker claims, ledger.UnclaimedTypes, and the claims that wait). A
+-- paused type has no task due: no claim would take one.
 -- name: TaskTypesDue :many
 SELECT type, count(*) AS due, CAST(min(COALESCE(state_changed_at, created_at)) AS TEXT) AS due_since
 FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND (run_after IS NULL OR run_after <= @now)
+    AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 GROUP BY type
 ORDER BY type;
 
@@ -458,3 +465,20 @@ LIMIT 1;
 SELECT DISTINCT type FROM cks_outbox_tasks
 WHERE state IN ('CLAIMED', 'RUNNING')
 ORDER BY type;
+
+-- Paused task types (issue 42): a row for each type paused fleet-wide; the
+-- claims skip a type that has one.
+
+-- name: TypePause :execrows
+INSERT INTO cks_paused_types (type, paused_by, reason, paused_at)
+VALUES (@type, @paused_by, @reason, @paused_at)
+ON CONFLICT (type) DO NOTHING;
+
+-- name: TypeResume :execrows
+DELETE FROM cks_paused_types WHERE type = @task_type;
+
+-- name: TypePausedGet :one
+SELECT * FROM cks_paused_types WHERE type = @task_type;
+
+-- name: TypePausedList :many
+SELECT * FROM cks_paused_types ORDER BY type;
