@@ -439,8 +439,10 @@ type card struct {
 	Interval    string // "30s"
 	TaskID      string // "" when idle
 	TaskType    string
-	// TaskTypes are the task types the instance claims.
+	// TaskTypes are the task types the instance claims; Paused names who
+	// paused those of them that are paused (pause_type).
 	TaskTypes []string
+	Paused    map[string]string
 	// StopRequested: the instance is alive and has been asked to stop
 	// (desired_state stop_requested, ADR-016); it is draining.
 	StopRequested bool
@@ -535,7 +537,7 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 	slices.SortStableFunc(ps, func(a, b cks.Process) int {
 		return cmp.Compare(rank(a.Status), rank(b.Status))
 	})
-	v := processesView{Cards: s.refuseStops(r.Context(), s.cards(ps))}
+	v := processesView{Cards: s.refuseStops(r.Context(), s.markPaused(r.Context(), s.cards(ps)))}
 	for _, c := range v.Cards {
 		if c.Alive {
 			v.Alive++
@@ -556,6 +558,27 @@ func (s *server) processes(r *http.Request) (processesView, int, error) {
 		g.More = hist.Next
 	}
 	return v, http.StatusOK, nil
+}
+
+// markPaused notes on each card which of its task types are paused, and
+// by whom (none when the viewer may not read the paused types, or the
+// studio has no ledger).
+func (s *server) markPaused(ctx context.Context, cards []card) []card {
+	if s.ops.Tasks == nil { // a panel without the ledger
+		return cards
+	}
+	l, err := ops.ListPausedTypes.Do(ctx, s.ops, &struct{}{})
+	if err != nil || len(l.Types) == 0 {
+		return cards
+	}
+	by := make(map[string]string, len(l.Types))
+	for _, t := range l.Types {
+		by[t.Type] = t.PausedBy
+	}
+	for i := range cards {
+		cards[i].Paused = by
+	}
+	return cards
 }
 
 // cards formats processes for display.
@@ -659,7 +682,7 @@ func (s *server) history(w http.ResponseWriter, r *http.Request) {
 			"The process history could not be read. The error was logged on the hub; reload this page to try again.")
 		return
 	}
-	v.Cards = s.refuseStops(r.Context(), s.cards(page.Processes))
+	v.Cards = s.refuseStops(r.Context(), s.markPaused(r.Context(), s.cards(page.Processes)))
 	if page.Next != "" {
 		next := url.Values{"cursor": {page.Next}}
 		if v.Kind != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/service/auth"
+	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/surface/studio"
 )
@@ -182,6 +183,22 @@ func TestPanelShowsExited(t *testing.T) {
 
 // TestPanelNamesTaskTypes: a card says which task types its instance
 // claims (none for one that claims nothing).
+// TestPanelMarksPausedTypes (issue 42 item 6): a paused type among those
+// a process claims is marked, with who paused it.
+func TestPanelMarksPausedTypes(t *testing.T) {
+	e := newFullEnv(t)
+	r := backendtest.Liveness("typed-instance-000000001", "exec", 0)
+	r.TaskTypes = []string{"build", "lint"}
+	backendtest.MustUpsert(t, e.store, r)
+	if _, err := e.store.Tasks.PauseType(context.Background(), ledger.PauseTypeParams{Type: "build", Actor: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	page := get(t, e.h, "/")
+	wantHTML(t, page, http.StatusOK)
+	mustContain(t, "page", page.body, `<dd data-task-types><code>build</code> <span class="badge badge--stale" data-paused-type`,
+		`>paused by ops</span>, <code>lint</code></dd>`)
+}
+
 func TestPanelNamesTaskTypes(t *testing.T) {
 	e := newEnv(t)
 	r := backendtest.Liveness("typed-instance-000000001", "exec", 0)
@@ -196,6 +213,7 @@ func TestPanelNamesTaskTypes(t *testing.T) {
 	wantHTML(t, page, http.StatusOK)
 	mustContain(t, "page", page.body, `<dt>Claims</dt><dd data-task-types><code>build</code>, <code>&lt;lint&gt;</code></dd>`,
 		`<dt>Claims</dt><dd data-task-types><span class="idle">no task types</span></dd>`)
+
 }
 
 func TestPanelEscapesStoredText(t *testing.T) {
