@@ -267,6 +267,13 @@ func outboxTasks() Table {
 			// sort of the table (issue 38.9: 1.8 s over 50,000 tasks on
 			// SQLite). Every move and lease renewal rewrites its entry.
 			{Name: "idx_outbox_tasks_updated", Keys: []Key{K("updated_at"), K("task_id")}},
+			// When the next delayed OPEN task becomes due (TaskNextDue, the
+			// waiting room's timer): the OPEN tasks with a run_after alone,
+			// by it, rather than every OPEN task at each read of the room.
+			// A claim clears run_after, so it leaves; a task that never had
+			// one is never in it.
+			{Name: "idx_outbox_tasks_due", Keys: []Key{K("run_after")},
+				Where: "state = " + literal(string(cks.TaskOpen)) + " AND run_after IS NOT NULL"},
 			// A dedupe lookup in every state.
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
 			// The children of a task: the retention sweeper deletes no task

@@ -290,6 +290,11 @@ func TestBoardQueriesUseIndexes(t *testing.T) {
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"stale-stop count", "TaskCountInState", args(sql.Named("state", "STOPPED")),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=?)"}, []string{"SCAN cks_outbox_tasks"}},
+		// When the next delayed task becomes due (the waiting room): the
+		// delayed OPEN tasks' index, not every OPEN task.
+		{"next due", "TaskNextDue", []any{sql.Named("now", "2026-01-01T00:00:00.000000000Z")},
+			[]string{"INDEX idx_outbox_tasks_due (run_after>?)"},
+			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE", "idx_outbox_tasks_claim"}},
 		// The "recently changed" order, either way, first page and a later
 		// one: a range of idx_outbox_tasks_updated, no sort of the table
 		// (issue 38.9: 1.8 s over 50,000 tasks).

@@ -3585,7 +3585,7 @@ func (q *Queries) TaskTypesDue(ctx context.Context, db DBTX, now pgtype.Timestam
 
 const TaskNextDue = `-- name: TaskNextDue :one
 SELECT run_after FROM cks_outbox_tasks
-WHERE state = 'OPEN' AND run_after > $1
+WHERE state = 'OPEN' AND run_after IS NOT NULL AND run_after > $1
 ORDER BY run_after
 LIMIT 1
 `
@@ -3593,6 +3593,7 @@ LIMIT 1
 // When the next OPEN task not yet due becomes due: the earliest run_after
 // after now (no row when none waits), for the claims that wait for work
 // (ledger's waiting room), which no notification wakes at that moment.
+// From idx_outbox_tasks_due (the query names its WHERE).
 func (q *Queries) TaskNextDue(ctx context.Context, db DBTX, now pgtype.Timestamptz) (pgtype.Timestamptz, error) {
 	row := db.QueryRow(ctx, TaskNextDue, now)
 	var runAfter pgtype.Timestamptz

@@ -256,6 +256,9 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_leased ON cks_outbox_tasks(lease_exp
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_at, task_id);
 
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_due ON cks_outbox_tasks(run_after)
+	WHERE state = 'OPEN' AND run_after IS NOT NULL;
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';
 

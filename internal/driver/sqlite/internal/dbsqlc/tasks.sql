@@ -454,9 +454,11 @@ ORDER BY type;
 -- When the next OPEN task not yet due becomes due: the earliest run_after
 -- after now (no row when none waits), for the claims that wait for work
 -- (ledger's waiting room), which no notification wakes at that moment.
+-- From idx_outbox_tasks_due, named (without statistics the planner would
+-- rather walk every OPEN task of a claim index and sort them).
 -- name: TaskNextDue :one
-SELECT run_after FROM cks_outbox_tasks
-WHERE state = 'OPEN' AND run_after > @now
+SELECT run_after FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_due
+WHERE state = 'OPEN' AND run_after IS NOT NULL AND run_after > @now
 ORDER BY run_after
 LIMIT 1;
 
