@@ -130,6 +130,7 @@ func taskRowOf(r dbsqlc.CksOutboxTask) driver.TaskRow {
 		UpdatedAt:          driver.Time(r.UpdatedAt),
 		StateChangedAt:     fromNullTime(r.StateChangedAt),
 		Metadata:           nonNil(r.Metadata),
+		AttemptTimeoutMs:   r.AttemptTimeoutMs,
 	}
 }
 
@@ -330,6 +331,7 @@ func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 		UpdatedAt:          driver.Time(r.UpdatedAt),
 		StateChangedAt:     fromNullTime(r.StateChangedAt),
 		Metadata:           nonNil(r.Metadata),
+		AttemptTimeoutMs:   r.AttemptTimeoutMs,
 	}
 }
 
@@ -720,6 +722,16 @@ func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTri
 	}
 }
 
+// taskAttemptsTimedParams writes a driver.TaskAttemptsTimedParams as dbsqlc.TaskAttemptsTimedParams.
+func taskAttemptsTimedParams(p driver.TaskAttemptsTimedParams) dbsqlc.TaskAttemptsTimedParams {
+	return dbsqlc.TaskAttemptsTimedParams{
+		States:        nonNil(p.States),
+		ClaimedBefore: nullTime(p.ClaimedBefore),
+		After:         p.After,
+		Limit:         int32(p.Limit),
+	}
+}
+
 // taskChildrenParams writes a driver.TaskChildrenParams as dbsqlc.TaskChildrenParams.
 func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 	return dbsqlc.TaskChildrenParams{
@@ -920,6 +932,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		UpdatedAt:          driver.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
 		Metadata:           []byte(nullable.JSONText(p.Metadata)),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 	}
 }
 
@@ -957,6 +970,7 @@ func taskInsertManyParams(rows []driver.TaskRow) dbsqlc.TaskInsertManyParams {
 		a.UpdatedAts = append(a.UpdatedAts, arrayTime(r.UpdatedAt))
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
 		a.Metadatas = append(a.Metadatas, nullable.JSONText(r.Metadata))
+		a.AttemptTimeoutMss = append(a.AttemptTimeoutMss, r.AttemptTimeoutMs)
 	}
 	return a
 }
@@ -1098,6 +1112,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		UpdatedAt:          driver.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
 		Metadata:           []byte(nullable.JSONText(p.Metadata)),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 		TaskID:             p.ID,
 	}
 }
@@ -1134,6 +1149,7 @@ func taskUpdateManyParams(rows []driver.TaskRow) dbsqlc.TaskUpdateManyParams {
 		a.UpdatedAts = append(a.UpdatedAts, arrayTime(r.UpdatedAt))
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
 		a.Metadatas = append(a.Metadatas, nullable.JSONText(r.Metadata))
+		a.AttemptTimeoutMss = append(a.AttemptTimeoutMss, r.AttemptTimeoutMs)
 	}
 	return a
 }
@@ -1734,6 +1750,25 @@ func eachSweeperPassRecent(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Sweep
 	return rows.Err()
 }
 
+// eachTaskAttemptsTimed runs dbsqlc's TaskAttemptsTimed, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskAttemptsTimed(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskAttemptsTimedParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskAttemptsTimed, arg.States, arg.ClaimedBefore, arg.After, arg.Limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachTaskClaim runs dbsqlc's TaskClaim, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimParams, each func(*dbsqlc.TaskClaimRow)) error {
@@ -1743,7 +1778,7 @@ func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimPara
 	}
 	defer rows.Close()
 	var i dbsqlc.TaskClaimRow
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.DependsOn}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1762,7 +1797,7 @@ func eachTaskClaimOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCla
 	}
 	defer rows.Close()
 	var i dbsqlc.TaskClaimOfTypeRow
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.DependsOn}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1781,7 +1816,7 @@ func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCl
 	}
 	defer rows.Close()
 	var i dbsqlc.TaskClaimOfTypesRow
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.DependsOn}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1819,7 +1854,7 @@ func eachTaskClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaim
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1838,7 +1873,7 @@ func eachTaskClaimableOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Tas
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1857,7 +1892,7 @@ func eachTaskClaimableOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Ta
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1914,7 +1949,7 @@ func eachTaskDependants(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDepe
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1933,7 +1968,7 @@ func eachTaskDependantsForShare(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1952,7 +1987,7 @@ func eachTaskDependantsForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1971,7 +2006,7 @@ func eachTaskDependantsForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, arg db
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2028,7 +2063,7 @@ func eachTaskGet(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*d
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2047,7 +2082,7 @@ func eachTaskGetForShare(ctx context.Context, db dbsqlc.DBTX, taskID int64, each
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2066,7 +2101,7 @@ func eachTaskGetForUpdate(ctx context.Context, db dbsqlc.DBTX, taskID int64, eac
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2085,7 +2120,7 @@ func eachTaskGetForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, taskID int64,
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2104,7 +2139,7 @@ func eachTaskGetMany(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2123,7 +2158,7 @@ func eachTaskGetManyForShare(ctx context.Context, db dbsqlc.DBTX, ids []int64, e
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2142,7 +2177,7 @@ func eachTaskGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64, 
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2161,7 +2196,7 @@ func eachTaskGetManyForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, ids []int
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2174,7 +2209,7 @@ func eachTaskGetManyForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, ids []int
 // eachTaskInsertManyNew runs dbsqlc's TaskInsertManyNew, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskInsertManyNew(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskInsertManyNewParams, each func(*dbsqlc.TaskInsertManyNewRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskInsertManyNew, arg.CreatedAt, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.MaxAttemptss, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.Metadatas)
+	rows, err := db.Query(ctx, dbsqlc.TaskInsertManyNew, arg.CreatedAt, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.MaxAttemptss, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.Metadatas, arg.AttemptTimeoutMss)
 	if err != nil {
 		return err
 	}
@@ -2199,7 +2234,7 @@ func eachTaskLeaseExpired(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLe
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2218,7 +2253,7 @@ func eachTaskList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListParams
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2237,7 +2272,7 @@ func eachTaskListForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskL
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2256,7 +2291,7 @@ func eachTaskListIDDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskList
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2275,7 +2310,7 @@ func eachTaskListPriority(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLi
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2294,7 +2329,7 @@ func eachTaskListUpdated(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLis
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2313,7 +2348,7 @@ func eachTaskListUpdatedDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Tas
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2477,6 +2512,17 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 	err := eachTaskLeaseExpired(ctx, e.db, taskLeaseExpiredParams(p), add)
 	if err != nil {
 		return nil, mapErr("task lease expired", err)
+	}
+	return out, nil
+}
+
+// TaskAttemptsTimed implements driver.Executor with dbsqlc's TaskAttemptsTimed.
+func (e *executor) TaskAttemptsTimed(ctx context.Context, p driver.TaskAttemptsTimedParams) ([]driver.TaskRow, error) {
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	err := eachTaskAttemptsTimed(ctx, e.db, taskAttemptsTimedParams(p), add)
+	if err != nil {
+		return nil, mapErr("task attempts timed", err)
 	}
 	return out, nil
 }

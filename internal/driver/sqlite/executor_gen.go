@@ -253,6 +253,7 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		UpdatedAt:          updatedAt,
 		StateChangedAt:     stateChangedAt,
 		Metadata:           []byte(r.Metadata),
+		AttemptTimeoutMs:   r.AttemptTimeoutMs,
 	}, nil
 }
 
@@ -929,6 +930,16 @@ func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTri
 	}
 }
 
+// taskAttemptsTimedParams writes a driver.TaskAttemptsTimedParams as dbsqlc.TaskAttemptsTimedParams.
+func taskAttemptsTimedParams(p driver.TaskAttemptsTimedParams) dbsqlc.TaskAttemptsTimedParams {
+	return dbsqlc.TaskAttemptsTimedParams{
+		States:        jsonList(p.States),
+		ClaimedBefore: fmtNullTime(p.ClaimedBefore),
+		After:         p.After,
+		Limit:         int64(p.Limit),
+	}
+}
+
 // taskChildrenParams writes a driver.TaskChildrenParams as dbsqlc.TaskChildrenParams.
 func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 	return dbsqlc.TaskChildrenParams{
@@ -1020,6 +1031,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		UpdatedAt:          fmtTime(p.UpdatedAt),
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
 		Metadata:           nullable.JSONText(p.Metadata),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 	}
 }
 
@@ -1073,6 +1085,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		UpdatedAt:          fmtTime(p.UpdatedAt),
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
 		Metadata:           nullable.JSONText(p.Metadata),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 		TaskID:             p.ID,
 	}
 }
@@ -1186,6 +1199,15 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 	x, err := e.d.q.TaskLeaseExpired(ctx, e.read, taskLeaseExpiredParams(p))
 	if err != nil {
 		return nil, mapErr("task lease expired", err)
+	}
+	return taskRowsOf(x)
+}
+
+// TaskAttemptsTimed implements driver.Executor with dbsqlc's TaskAttemptsTimed.
+func (e *executor) TaskAttemptsTimed(ctx context.Context, p driver.TaskAttemptsTimedParams) ([]driver.TaskRow, error) {
+	x, err := e.d.q.TaskAttemptsTimed(ctx, e.read, taskAttemptsTimedParams(p))
+	if err != nil {
+		return nil, mapErr("task attempts timed", err)
 	}
 	return taskRowsOf(x)
 }

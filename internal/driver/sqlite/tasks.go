@@ -39,7 +39,8 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 					Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
 					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
 					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
-					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata)})
+					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata),
+					AttemptTimeoutMs: r.AttemptTimeoutMs})
 			} else {
 				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
 			}

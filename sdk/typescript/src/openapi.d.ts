@@ -364,7 +364,7 @@ export interface paths {
         put?: never;
         /**
          * enqueue a task (201; 200 with created false on a dedupe hit)
-         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
+         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
          */
         post: operations["create_task"];
         delete?: never;
@@ -552,7 +552,7 @@ export interface paths {
         head?: never;
         /**
          * edit a task as one operation (path in_place, live or stop_apply_start)
-         * @description Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, remove_depends_on, add_children, cancel_children) bump revision; title, priority and metadata do not. A STOPPED, OPEN, WAITING or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live (path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would close a cycle is an invalid_argument error, and any error changes nothing. Needs update on /tasks/{task_id}.
+         * @description Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata and attempt_timeout do not. A STOPPED, OPEN, WAITING or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live (path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would close a cycle is an invalid_argument error, and any error changes nothing. Needs update on /tasks/{task_id}.
          */
         patch: operations["update_task"];
         trace?: never;
@@ -1122,6 +1122,10 @@ export interface components {
             actions?: null | string[];
             /** @description the operator's answer to its question */
             answer?: string;
+            /** @description while an attempt with a timeout runs: when the ledger ends it (claimed_at + attempt_timeout) */
+            attempt_deadline?: string;
+            /** @description the longest an attempt may run from its claim (10m); absent for none */
+            attempt_timeout?: string;
             /** @description claims of the task not given back (a question does not burn one) */
             attempts: number;
             /** @description how many children it has (get_task only; absent when none) */
@@ -1178,7 +1182,7 @@ export interface components {
             review_note?: string;
             /** @description the task's revision, from 1, bumped by every material edit: re-derive work from the latest */
             revision: number;
-            /** @description a retried task is held back from claims until then */
+            /** @description a delayed or retried task is held back from claims until then */
             run_after?: string;
             /** @description the task's state (OPEN, CLAIMED, RUNNING, NEEDS_INPUT, NEEDS_REVIEW, STOPPED, COMPLETED, FAILED, CANCELLED, WAITING, BLOCKED) */
             state: string;
@@ -1340,6 +1344,8 @@ export interface components {
         NewTask: {
             /** @description how to tell it is done */
             acceptance_criteria?: string;
+            /** @description the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason "timed out after 10m" */
+            attempt_timeout?: string;
             /** @description when a live task has this key it is returned instead of creating another */
             dedupe_key?: string;
             /** @description with dedupe_key: a finished task with the key counts too, so the key is used at most once ever */
@@ -1667,6 +1673,10 @@ export interface components {
             actions?: null | string[];
             /** @description the operator's answer to its question */
             answer?: string;
+            /** @description while an attempt with a timeout runs: when the ledger ends it (claimed_at + attempt_timeout) */
+            attempt_deadline?: string;
+            /** @description the longest an attempt may run from its claim (10m); absent for none */
+            attempt_timeout?: string;
             /** @description claims of the task not given back (a question does not burn one) */
             attempts: number;
             /** @description how many children it has (get_task only; absent when none) */
@@ -1721,7 +1731,7 @@ export interface components {
             review_note?: string;
             /** @description the task's revision, from 1, bumped by every material edit: re-derive work from the latest */
             revision: number;
-            /** @description a retried task is held back from claims until then */
+            /** @description a delayed or retried task is held back from claims until then */
             run_after?: string;
             /** @description the task's state (OPEN, CLAIMED, RUNNING, NEEDS_INPUT, NEEDS_REVIEW, STOPPED, COMPLETED, FAILED, CANCELLED, WAITING, BLOCKED) */
             state: string;
@@ -1880,6 +1890,8 @@ export interface components {
             add_children?: null | components["schemas"]["NewTask"][];
             /** @description tasks to add as dependencies; each must exist and must not close a cycle (material) */
             add_depends_on?: null | number[];
+            /** @description new attempt timeout, such as 10m (1s to 168h; not material: a running attempt's deadline becomes its claim plus this) */
+            attempt_timeout?: string;
             /** @description children of this task to cancel (material) */
             cancel_children?: null | number[];
             /** @description how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s) */
