@@ -147,13 +147,16 @@ type Task struct {
 	// AttemptDeadline is, while an attempt with a timeout runs (CLAIMED,
 	// RUNNING), when the lease reaper ends it: ClaimedAt + AttemptTimeout.
 	AttemptDeadline time.Time `json:"attempt_deadline,omitzero"`
-	Result          string    `json:"result,omitempty"`
-	LastError       string    `json:"last_error,omitempty"`
-	Question        string    `json:"question,omitempty"`
-	Answer          string    `json:"answer,omitempty"`
-	ReviewNote      string    `json:"review_note,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
+	// ExpiresAt is when the task, not completed by then, is cancelled
+	// (NewTask.ExpiresAt); zero for never.
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	Result     string    `json:"result,omitempty"`
+	LastError  string    `json:"last_error,omitempty"`
+	Question   string    `json:"question,omitempty"`
+	Answer     string    `json:"answer,omitempty"`
+	ReviewNote string    `json:"review_note,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 	// StateChangedAt is the time of the last state change (set at enqueue
 	// and by every transition; other writes such as a heartbeat leave it). Rows
 	// written before the column existed got their updated_at as a backfill
@@ -301,6 +304,11 @@ type NewTask struct {
 	// used, with the reason "timed out after 10m". From
 	// MinAttemptTimeout to MaxAttemptTimeout.
 	AttemptTimeout Duration `json:"attempt_timeout,omitempty"`
+	// ExpiresAt, when set, is when the task, not completed by then, is
+	// cancelled by the lease reaper with the reason "expired: not
+	// completed by TIME" (a running attempt aborted as a cancel's). It
+	// must be in the future, after RunAfter, at most MaxDelay ahead.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // ParseAttemptTimeout is d parsed as an attempt timeout (0 when empty), or

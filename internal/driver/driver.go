@@ -214,6 +214,9 @@ type TaskRow struct {
 	// AttemptTimeoutMs bounds an attempt from its claim (ClaimedAt); 0,
 	// none. Set by an insert and by TaskUpdateMany, never by a move.
 	AttemptTimeoutMs int64
+	// ExpiresAt is when the task, not completed by then, is cancelled;
+	// zero, never. Set by an insert and by TaskUpdateMany, never by a move.
+	ExpiresAt time.Time
 }
 
 // TaskExecutor holds the primitives of the task ledger. Reads that a
@@ -269,6 +272,10 @@ type TaskExecutor interface {
 	// (attempt_timeout_ms > 0), claimed at or before ClaimedBefore: the
 	// attempts the lease reaper checks against their deadlines.
 	TaskAttemptsTimed(ctx context.Context, p TaskAttemptsTimedParams) ([]TaskRow, error)
+	// TaskExpiring reads, unlocked, the first limit tasks that have an
+	// expires_at and are not COMPLETED, FAILED or CANCELLED, by expires_at
+	// then id.
+	TaskExpiring(ctx context.Context, limit int) ([]TaskRow, error)
 	// TaskList reads one page of tasks ordered by id (Limit rows at most),
 	// locked as asked.
 	TaskList(ctx context.Context, p TaskListParams) ([]TaskRow, error)
@@ -419,7 +426,7 @@ func OnlyMoved(before, after TaskRow) bool {
 	return before.ID == after.ID && before.Type == after.Type && before.Title == after.Title &&
 		before.Description == after.Description && before.AcceptanceCriteria == after.AcceptanceCriteria &&
 		before.Priority == after.Priority && before.MaxAttempts == after.MaxAttempts &&
-		before.AttemptTimeoutMs == after.AttemptTimeoutMs &&
+		before.AttemptTimeoutMs == after.AttemptTimeoutMs && before.ExpiresAt.Equal(after.ExpiresAt) &&
 		before.Revision == after.Revision && before.ParentID == after.ParentID &&
 		before.DedupeKey == after.DedupeKey && before.CreatedBy == after.CreatedBy &&
 		before.AgentTokenHash == after.AgentTokenHash && before.CreatedAt.Equal(after.CreatedAt) &&

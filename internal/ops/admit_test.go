@@ -361,6 +361,7 @@ func TestEveryRefusalIsAdmits(t *testing.T) {
 			{"create_task", `{"type":"t","attempt_timeout":"-1m"}`, "attempt_timeout"},
 			{"create_task", `{"type":"t","attempt_timeout":"0s"}`, "attempt_timeout"},
 			{"create_task", `{"type":"t","attempt_timeout":"10000h"}`, "attempt_timeout"},
+			{"create_task", `{"type":"t","expires_at":"soon"}`, "expires_at"},
 			{"update_task", `{"task_id":1,"attempt_timeout":"0"}`, "attempt_timeout"},
 			{"update_task", `{"task_id":1,"delay":"-5m"}`, "delay"},
 			{"update_task", `{"task_id":1,"delay":"1m","run_after":"2026-12-24T18:00:00Z"}`, "run_after"},

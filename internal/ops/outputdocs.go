@@ -57,6 +57,7 @@ var outputDocs = map[string]string{
 	"run_after":           "a delayed or retried task is held back from claims until then",
 	"attempt_timeout":     "the longest an attempt may run from its claim (10m); absent for none",
 	"attempt_deadline":    "while an attempt with a timeout runs: when the ledger ends it (claimed_at + attempt_timeout)",
+	"expires_at":          "when the task, not completed by then, is cancelled; absent for never",
 	"result":              "what the completion reported",
 	"last_error":          "the last failure's reason",
 	"question":            "the question a NEEDS_INPUT task waits on",

@@ -230,6 +230,7 @@ var newTaskDocs = map[string]string{
 	"run_after":           "a delayed task: no claim takes it before this time (RFC 3339; a past time is now; at most a year and a day ahead); it is OPEN meanwhile, run_after shown",
 	"delay":               "run_after as a duration from now, such as 10m or 24h (not with run_after)",
 	"attempt_timeout":     "the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason \"timed out after 10m\"",
+	"expires_at":          "a task not completed by this time (RFC 3339; in the future, after run_after, at most a year and a day ahead) is cancelled by the lease reaper, reason \"expired: not completed by TIME\" (a running attempt aborted as a cancel's)",
 }
 
 // CreateTask is create_task.
@@ -240,7 +241,8 @@ var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
 			"With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, " +
 			"and a waiting claim (wait_s) hears of it the moment it is due. " +
-			"With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent. " +
+			"With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent; " +
+			"with expires_at the task is cancelled if it is not completed by then. " +
 			"Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task " +
 			"already has, that task is returned with created=false instead (a conflict, naming no task, when the caller " +
 			"may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error " +

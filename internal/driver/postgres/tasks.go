@@ -68,7 +68,8 @@ func newTasks(rows []driver.TaskRow) (time.Time, bool) {
 		if r.Attempts != 0 || r.Restarts != 0 || r.Revision != 1 || r.ClaimedBy != "" || !r.ClaimedAt.IsZero() ||
 			r.LeaseTokenHash != "" || !r.LeaseExpiresAt.IsZero() || !r.LeaseRenewedAt.IsZero() || r.LeaseMs != 0 ||
 			!r.RunAfter.IsZero() || r.Result != "" || r.LastError != "" || r.Question != "" || r.Answer != "" ||
-			r.ReviewNote != "" || !r.CreatedAt.Equal(at) || !r.UpdatedAt.Equal(at) || !r.StateChangedAt.Equal(at) {
+			r.ReviewNote != "" || !r.CreatedAt.Equal(at) || !r.UpdatedAt.Equal(at) || !r.StateChangedAt.Equal(at) ||
+			!r.ExpiresAt.IsZero() {
 			return time.Time{}, false
 		}
 	}

@@ -220,6 +220,10 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 	if err != nil {
 		return driver.TaskRow{}, fmt.Errorf("TaskRow StateChangedAt: %w", err)
 	}
+	expiresAt, err := parseNullTime(r.ExpiresAt)
+	if err != nil {
+		return driver.TaskRow{}, fmt.Errorf("TaskRow ExpiresAt: %w", err)
+	}
 	return driver.TaskRow{
 		ID:                 r.TaskID,
 		Type:               r.Type,
@@ -254,6 +258,7 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		StateChangedAt:     stateChangedAt,
 		Metadata:           []byte(r.Metadata),
 		AttemptTimeoutMs:   r.AttemptTimeoutMs,
+		ExpiresAt:          expiresAt,
 	}, nil
 }
 
@@ -1032,6 +1037,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
 		Metadata:           nullable.JSONText(p.Metadata),
 		AttemptTimeoutMs:   p.AttemptTimeoutMs,
+		ExpiresAt:          fmtNullTime(p.ExpiresAt),
 	}
 }
 
@@ -1086,6 +1092,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
 		Metadata:           nullable.JSONText(p.Metadata),
 		AttemptTimeoutMs:   p.AttemptTimeoutMs,
+		ExpiresAt:          fmtNullTime(p.ExpiresAt),
 		TaskID:             p.ID,
 	}
 }
@@ -1208,6 +1215,15 @@ func (e *executor) TaskAttemptsTimed(ctx context.Context, p driver.TaskAttemptsT
 	x, err := e.d.q.TaskAttemptsTimed(ctx, e.read, taskAttemptsTimedParams(p))
 	if err != nil {
 		return nil, mapErr("task attempts timed", err)
+	}
+	return taskRowsOf(x)
+}
+
+// TaskExpiring implements driver.Executor with dbsqlc's TaskExpiring.
+func (e *executor) TaskExpiring(ctx context.Context, limit int) ([]driver.TaskRow, error) {
+	x, err := e.d.q.TaskExpiring(ctx, e.read, int64(limit))
+	if err != nil {
+		return nil, mapErr("task expiring", err)
 	}
 	return taskRowsOf(x)
 }

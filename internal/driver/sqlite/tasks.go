@@ -67,7 +67,7 @@ func newTask(r driver.TaskRow) bool {
 	return !r.CreatedAt.IsZero() && r.Attempts == 0 && r.Restarts == 0 && r.Revision == 1 && r.ClaimedBy == "" && r.ClaimedAt.IsZero() &&
 		r.LeaseTokenHash == "" && r.LeaseExpiresAt.IsZero() && r.LeaseRenewedAt.IsZero() && r.LeaseMs == 0 &&
 		r.RunAfter.IsZero() && r.Result == "" && r.LastError == "" && r.Question == "" && r.Answer == "" &&
-		r.ReviewNote == "" && r.UpdatedAt.Equal(r.CreatedAt) && r.StateChangedAt.Equal(r.CreatedAt)
+		r.ReviewNote == "" && r.UpdatedAt.Equal(r.CreatedAt) && r.StateChangedAt.Equal(r.CreatedAt) && r.ExpiresAt.IsZero()
 }
 
 // stored is r as a read of its row returns it: the JSON columns' empty
@@ -75,7 +75,7 @@ func newTask(r driver.TaskRow) bool {
 func stored(r driver.TaskRow, times *timeTexts) (driver.TaskRow, error) {
 	r.Payload, r.Metadata = []byte(nullable.JSONText(r.Payload)), []byte(nullable.JSONText(r.Metadata))
 	for _, t := range []*time.Time{&r.ClaimedAt, &r.LeaseExpiresAt, &r.LeaseRenewedAt, &r.RunAfter,
-		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt} {
+		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt, &r.ExpiresAt} {
 		if t.IsZero() {
 			continue
 		}

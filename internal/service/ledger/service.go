@@ -44,6 +44,9 @@ type Service struct {
 	// nextDeadline (Unix ns, 0: none) is the next attempt deadline the
 	// last TimeOutAttempts found (NextAttemptDeadline).
 	nextDeadline atomic.Int64
+	// nextExpiry (Unix ns, 0: none) is the next expiry the last
+	// ExpireTasks found (NextExpiry).
+	nextExpiry atomic.Int64
 	// changes wakes waitAbort; nil in a service that never waits.
 	changes Watcher
 	// moves is told of every committed write that moved a task; nil: no
@@ -299,6 +302,7 @@ func toTask(r driver.TaskRow, deps []int64) cks.Task {
 		p := r.ParentID
 		t.ParentID = &p
 	}
+	t.ExpiresAt = r.ExpiresAt
 	if r.AttemptTimeoutMs > 0 {
 		d := attemptTimeout(r)
 		t.AttemptTimeout = cks.Duration(cks.FormatDuration(d))

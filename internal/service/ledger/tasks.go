@@ -253,6 +253,9 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			return nil, err
 		}
 		rows[k].AttemptTimeoutMs = timeout.Milliseconds()
+		if rows[k].ExpiresAt, err = expiresAt(n, now, rows[k].RunAfter, name(i, "expires_at")); err != nil {
+			return nil, err
+		}
 	}
 	if len(rows) > 0 {
 		inserted, err := ex.TaskInsertMany(ctx, rows)

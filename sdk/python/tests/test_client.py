@@ -54,6 +54,17 @@ class ClientTest(unittest.TestCase):
             self.client.create_task(t, attempt_timeout="0s")
         self.assertEqual(cm.exception.field, "attempt_timeout")
 
+    def test_expires_at(self) -> None:
+        t = unique("sdk-expires")
+        import datetime
+
+        soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        task = self.client.create_task(t, expires_at=soon.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.assertEqual(task["task"]["state"], "OPEN")
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.create_task(t, expires_at="2001-01-01T00:00:00Z")
+        self.assertEqual(cm.exception.field, "expires_at")
+
     def test_not_found(self) -> None:
         with self.assertRaises(NotFound) as cm:
             self.client.get_task(10**12)

@@ -364,7 +364,7 @@ export interface paths {
         put?: never;
         /**
          * enqueue a task (201; 200 with created false on a dedupe hit)
-         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
+         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent; with expires_at the task is cancelled if it is not completed by then. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
          */
         post: operations["create_task"];
         delete?: never;
@@ -1150,6 +1150,8 @@ export interface components {
             description?: string;
             /** @description the task's history, oldest first (get_task only) */
             events?: null | components["schemas"]["TaskEvent"][];
+            /** @description when the task, not completed by then, is cancelled; absent for never */
+            expires_at?: string;
             /** @description every earlier attempt, oldest first, aborted ones included (get_task only) */
             history?: null | components["schemas"]["AttemptView"][];
             /** @description the task's most recent abort request, if any */
@@ -1356,6 +1358,11 @@ export interface components {
             depends_on?: null | number[];
             /** @description what to do */
             description?: string;
+            /**
+             * Format: date-time
+             * @description a task not completed by this time (RFC 3339; in the future, after run_after, at most a year and a day ahead) is cancelled by the lease reaper, reason "expired: not completed by TIME" (a running attempt aborted as a cancel's)
+             */
+            expires_at?: string;
             /**
              * @description attempts before the task is dead-lettered as FAILED (default 3)
              * @default 3
@@ -1575,6 +1582,7 @@ export interface components {
         Session: {
             /** @description when it was created */
             created_at: string;
+            /** @description when the task, not completed by then, is cancelled; absent for never */
             expires_at: string;
             id: string;
             principal_id: string;
@@ -1701,6 +1709,8 @@ export interface components {
             description?: string;
             /** @description the task's history, oldest first (get_task only) */
             events?: null | components["schemas"]["TaskEvent"][];
+            /** @description when the task, not completed by then, is cancelled; absent for never */
+            expires_at?: string;
             /** @description every earlier attempt, oldest first, aborted ones included (get_task only) */
             history?: null | components["schemas"]["AttemptView"][];
             /** @description the task's most recent abort request, if any */

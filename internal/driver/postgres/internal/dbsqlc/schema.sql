@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     updated_at TIMESTAMPTZ NOT NULL,
     state_changed_at TIMESTAMPTZ,
     metadata JSONB NOT NULL DEFAULT '{}',
-    attempt_timeout_ms BIGINT NOT NULL DEFAULT 0
+    attempt_timeout_ms BIGINT NOT NULL DEFAULT 0,
+    expires_at TIMESTAMPTZ
 ) WITH (fillfactor=70);
 
 CREATE TABLE IF NOT EXISTS cks_task_deps (
@@ -250,6 +251,9 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_leased ON cks_outbox_tasks(lease_exp
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_timed ON cks_outbox_tasks(task_id)
 	WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_expiring ON cks_outbox_tasks(expires_at, task_id)
+	WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_at, task_id);
 
