@@ -153,6 +153,10 @@ type TaskPatch struct {
 	// already past makes it claimable now. Not material.
 	RunAfter time.Time `json:"run_after,omitzero"`
 	Delay    Duration  `json:"delay,omitempty"`
+	// ExpiresAt sets when the task, not completed by then, is cancelled
+	// (as NewTask.ExpiresAt, with the same bounds). Not material: a
+	// running attempt keeps running until then.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Delays reports whether p sets when the task may be claimed (RunAfter or
@@ -167,7 +171,8 @@ func (p TaskPatch) Material() bool {
 
 // Empty reports whether p changes nothing.
 func (p TaskPatch) Empty() bool {
-	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0 && p.AttemptTimeout == "" && !p.Delays()
+	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0 && p.AttemptTimeout == "" && !p.Delays() &&
+		p.ExpiresAt.IsZero()
 }
 
 // Validate reports the first field of p that Update must refuse, and returns
@@ -298,6 +303,7 @@ func (p TaskPatch) Fields() []string {
 		{"add_depends_on", len(p.AddDependsOn) > 0}, {"remove_depends_on", len(p.RemoveDependsOn) > 0},
 		{"add_children", len(p.AddChildren) > 0}, {"cancel_children", len(p.CancelChildren) > 0},
 		{"attempt_timeout", p.AttemptTimeout != ""}, {"run_after", !p.RunAfter.IsZero()}, {"delay", p.Delay != ""},
+		{"expires_at", !p.ExpiresAt.IsZero()},
 	} {
 		if f.set {
 			out = append(out, f.name)

@@ -366,6 +366,7 @@ func TestEveryRefusalIsAdmits(t *testing.T) {
 			{"update_task", `{"task_id":1,"delay":"-5m"}`, "delay"},
 			{"update_task", `{"task_id":1,"delay":"1m","run_after":"2026-12-24T18:00:00Z"}`, "run_after"},
 			{"update_task", `{"task_id":1,"run_after":"next week"}`, "run_after"},
+			{"update_task", `{"task_id":1,"expires_at":"never"}`, "expires_at"},
 			{"update_task", `{"task_id":1,"add_children":[{"type":"c","attempt_timeout":"1ms"}]}`, "add_children[0].attempt_timeout"},
 			{"list_processes", `{"kind":"no pe"}`, "kind"},
 			{"list_processes", `{"cursor":"not-a-cursor"}`, "cursor"},

@@ -411,7 +411,7 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		Title:   "Update task",
 		Summary: "edit a task as one operation (path in_place, live or stop_apply_start)",
 		Description: "Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, " +
-			"remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata, attempt_timeout, run_after and delay do not. " +
+			"remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata, attempt_timeout, run_after, delay and expires_at do not. " +
 			"run_after and delay apply to a task no one has claimed (OPEN, WAITING, BLOCKED; any other state is a conflict), and a claim that waits hears at once of a task they made due. A STOPPED, OPEN, WAITING " +
 			"or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material " +
 			"edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; " +
@@ -439,6 +439,7 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		"attempt_timeout":     "new attempt timeout, such as 10m (1s to 168h; not material: a running attempt's deadline becomes its claim plus this)",
 		"run_after":           "hold the task back from claims until this time, as create_task's (RFC 3339; a past time makes it claimable now); an OPEN, WAITING or BLOCKED task only (not material)",
 		"delay":               "run_after as a duration from now, such as 10m (not with run_after; not material)",
+		"expires_at":          "new expiry: the task, not completed by then, is cancelled (RFC 3339; in the future, after run_after; not material)",
 	},
 	also: func(ctx context.Context, _ *Services, in *cks.UpdateTaskInput) error {
 		return requireChildren(ctx, in.TaskID, in.TaskPatch)

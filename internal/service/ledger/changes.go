@@ -41,6 +41,8 @@ func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task, runAf
 			c = jsonChange(cur.Metadata, p.Metadata)
 		case "priority":
 			c = cks.FieldChange{Old: jsonOf(cur.Priority), New: jsonOf(*p.Priority)}
+		case "expires_at":
+			c = cks.FieldChange{Old: timeJSON(cur.ExpiresAt), New: timeJSON(driver.Time(p.ExpiresAt))}
 		case "run_after", "delay":
 			// The time the task is held back until, before and after
 			// (a delay is recorded as the time it came to).

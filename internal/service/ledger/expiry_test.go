@@ -104,3 +104,40 @@ func TestTaskExpiryRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskExpiryUpdate (both backends): update_task's expires_at sets a
+// running task's expiry live (not material: the same lease), recorded in
+// the edit's event, and the reaper cancels it then; one not in the future
+// is refused naming the field and changes nothing.
+func TestTaskExpiryUpdate(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
+		s := open(t, driver.WithClock(c))
+		ctx := context.Background()
+		task := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "x"})
+		claimed := claimTimed(t, s, "x")
+		if _, err := s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: task.ID, Actor: "op",
+			Patch: cks.TaskPatch{ExpiresAt: backendtest.T0.Add(-time.Second)}}); !cks.IsFieldError(err, "expires_at") {
+			t.Fatalf("update with a past expires_at: %v, want a FieldError naming expires_at", err)
+		}
+		at := backendtest.T0.Add(time.Hour)
+		res, err := s.Tasks.UpdateTask(ctx, ledger.UpdateParams{ID: task.ID, Actor: "op", Patch: cks.TaskPatch{ExpiresAt: at}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Path != cks.UpdateLive || !res.Task.ExpiresAt.Equal(at) || res.Task.State != cks.TaskClaimed {
+			t.Fatalf("update: path %s, %s, expires_at %s; want live, CLAIMED, %s", res.Path, res.Task.State, res.Task.ExpiresAt, at)
+		}
+		ev := backendtest.MustGet(t, s, task.ID).Events
+		if last := ev[len(ev)-1]; len(last.Changes) != 1 || last.Changes[0].Field != "expires_at" || last.Changes[0].Old != nil {
+			t.Fatalf("edit event %+v; want expires_at from none", last)
+		}
+		c.Set(at)
+		if n, _, err := s.Tasks.ExpireTasks(ctx, c.Now()); err != nil || n != 1 {
+			t.Fatalf("pass at the new expiry: %d, %v", n, err)
+		}
+		if tr, err := s.Tasks.Heartbeat(ctx, claimed.ID, claimed.LeaseToken); err != nil || tr.Held {
+			t.Fatalf("heartbeat after the expiry: %+v, %v; want the lease lost", tr, err)
+		}
+	})
+}

@@ -401,6 +401,11 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			}
 		}
 	}
+	if !p.ExpiresAt.IsZero() {
+		if cur.ExpiresAt, err = expiresAt(cks.NewTask{ExpiresAt: p.ExpiresAt}, now, cur.RunAfter, "expires_at"); err != nil {
+			return cur, nil, err
+		}
+	}
 	if p.Material() {
 		cur.Revision++
 	}

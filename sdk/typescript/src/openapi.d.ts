@@ -552,7 +552,7 @@ export interface paths {
         head?: never;
         /**
          * edit a task as one operation (path in_place, live or stop_apply_start)
-         * @description Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata, attempt_timeout, run_after and delay do not. run_after and delay apply to a task no one has claimed (OPEN, WAITING, BLOCKED; any other state is a conflict), and a claim that waits hears at once of a task they made due. A STOPPED, OPEN, WAITING or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live (path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would close a cycle is an invalid_argument error, and any error changes nothing. Needs update on /tasks/{task_id}.
+         * @description Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata, attempt_timeout, run_after, delay and expires_at do not. run_after and delay apply to a task no one has claimed (OPEN, WAITING, BLOCKED; any other state is a conflict), and a claim that waits hears at once of a task they made due. A STOPPED, OPEN, WAITING or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live (path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would close a cycle is an invalid_argument error, and any error changes nothing. Needs update on /tasks/{task_id}.
          */
         patch: operations["update_task"];
         trace?: never;
@@ -1910,6 +1910,11 @@ export interface components {
             delay?: string;
             /** @description new description (material) */
             description?: null | string;
+            /**
+             * Format: date-time
+             * @description new expiry: the task, not completed by then, is cancelled (RFC 3339; in the future, after run_after; not material)
+             */
+            expires_at?: string;
             /** @description replaces the task's metadata, a JSON object (not material) */
             metadata?: Record<string, never>;
             /** @description new payload, any JSON value (material) */
