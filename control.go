@@ -143,7 +143,25 @@ type TaskPatch struct {
 	AddChildren []NewTask `json:"add_children,omitempty"`
 	// CancelChildren cancels children of the task (ids of its children).
 	CancelChildren []int64 `json:"cancel_children,omitempty"`
+	// AttemptTimeout sets the task's attempt timeout (as
+	// NewTask.AttemptTimeout). It is not material: a running attempt
+	// keeps running, and its deadline is its claim plus the new timeout.
+	AttemptTimeout Duration `json:"attempt_timeout,omitempty"`
+	// RunAfter and Delay hold the task back from claims until then, as at
+	// creation (NewTask.RunAfter, NewTask.Delay, with the same bounds),
+	// and only a task no one has claimed (OPEN, WAITING, BLOCKED); a time
+	// already past makes it claimable now. Not material.
+	RunAfter time.Time `json:"run_after,omitzero"`
+	Delay    Duration  `json:"delay,omitempty"`
+	// ExpiresAt sets when the task, not completed by then, is cancelled
+	// (as NewTask.ExpiresAt, with the same bounds). Not material: a
+	// running attempt keeps running until then.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
+
+// Delays reports whether p sets when the task may be claimed (RunAfter or
+// Delay).
+func (p TaskPatch) Delays() bool { return !p.RunAfter.IsZero() || p.Delay != "" }
 
 // Material reports whether p changes anything an executor works from.
 func (p TaskPatch) Material() bool {
@@ -153,7 +171,8 @@ func (p TaskPatch) Material() bool {
 
 // Empty reports whether p changes nothing.
 func (p TaskPatch) Empty() bool {
-	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0
+	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0 && p.AttemptTimeout == "" && !p.Delays() &&
+		p.ExpiresAt.IsZero()
 }
 
 // Validate reports the first field of p that Update must refuse, and returns
@@ -182,6 +201,15 @@ func (p TaskPatch) Validate() (TaskPatch, error) {
 		return p, fieldError("payload", "a JSON value")
 	case len(p.Metadata) > 0 && !isJSONObject(p.Metadata):
 		return p, fieldError("metadata", "a JSON object")
+	}
+	if _, err := ParseAttemptTimeout("attempt_timeout", p.AttemptTimeout); err != nil {
+		return p, err
+	}
+	if p.Delay != "" && !p.RunAfter.IsZero() {
+		return p, fieldError("run_after", "either run_after or delay, not both")
+	}
+	if _, err := (NewTask{Delay: p.Delay}).DelayDuration(); err != nil {
+		return p, err
 	}
 	for _, f := range []struct {
 		name string
@@ -274,6 +302,8 @@ func (p TaskPatch) Fields() []string {
 		{"priority", p.Priority != nil}, {"metadata", len(p.Metadata) > 0},
 		{"add_depends_on", len(p.AddDependsOn) > 0}, {"remove_depends_on", len(p.RemoveDependsOn) > 0},
 		{"add_children", len(p.AddChildren) > 0}, {"cancel_children", len(p.CancelChildren) > 0},
+		{"attempt_timeout", p.AttemptTimeout != ""}, {"run_after", !p.RunAfter.IsZero()}, {"delay", p.Delay != ""},
+		{"expires_at", !p.ExpiresAt.IsZero()},
 	} {
 		if f.set {
 			out = append(out, f.name)

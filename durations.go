@@ -33,3 +33,16 @@ func ParseDuration(in string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// FormatDuration writes d as a person would: 10m, 1h30m, 45s, 1.5s (Go's
+// time.Duration.String without its trailing zero units, 10m0s → 10m).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -23,6 +23,10 @@ const (
 	// MaxDelay is how far ahead a delayed task may be held back
 	// (NewTask.Delay, NewTask.RunAfter): a year and a day.
 	MaxDelay = 366 * 24 * time.Hour
+	// MinAttemptTimeout and MaxAttemptTimeout bound an attempt timeout
+	// (NewTask.AttemptTimeout, TaskPatch.AttemptTimeout).
+	MinAttemptTimeout = time.Second
+	MaxAttemptTimeout = 7 * 24 * time.Hour
 )
 
 // TaskState is the lifecycle state of a task (ADR 0020). The twelve states
@@ -136,7 +140,16 @@ type Task struct {
 	// RunAfter holds an OPEN task back from claims until that time: a
 	// delayed task's (NewTask.RunAfter, NewTask.Delay) or a retry's
 	// backoff. A claim clears it.
-	RunAfter   time.Time `json:"run_after,omitzero"`
+	RunAfter time.Time `json:"run_after,omitzero"`
+	// AttemptTimeout is the longest an attempt may run from its claim
+	// (NewTask.AttemptTimeout), as 10m or 1h30m; empty for none.
+	AttemptTimeout Duration `json:"attempt_timeout,omitempty"`
+	// AttemptDeadline is, while an attempt with a timeout runs (CLAIMED,
+	// RUNNING), when the lease reaper ends it: ClaimedAt + AttemptTimeout.
+	AttemptDeadline time.Time `json:"attempt_deadline,omitzero"`
+	// ExpiresAt is when the task, not completed by then, is cancelled
+	// (NewTask.ExpiresAt); zero for never.
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	Result     string    `json:"result,omitempty"`
 	LastError  string    `json:"last_error,omitempty"`
 	Question   string    `json:"question,omitempty"`
@@ -284,6 +297,32 @@ type NewTask struct {
 	// Delay is RunAfter as a duration from the enqueue ("10m", "24h"), at
 	// most MaxDelay; not with RunAfter.
 	Delay Duration `json:"delay,omitempty"`
+	// AttemptTimeout, when set ("10m", "2h"), bounds every attempt of the
+	// task from its claim: the lease reaper ends an attempt past it as a
+	// stop does (lease revoked, abort requested, an exec agent's command
+	// killed), and the task is retried, or FAILED once max_attempts are
+	// used, with the reason "timed out after 10m". From
+	// MinAttemptTimeout to MaxAttemptTimeout.
+	AttemptTimeout Duration `json:"attempt_timeout,omitempty"`
+	// ExpiresAt, when set, is when the task, not completed by then, is
+	// cancelled by the lease reaper with the reason "expired: not
+	// completed by TIME" (a running attempt aborted as a cancel's). It
+	// must be in the future, after RunAfter, at most MaxDelay ahead.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// ParseAttemptTimeout is d parsed as an attempt timeout (0 when empty), or
+// a FieldError naming field when it is not a duration from
+// MinAttemptTimeout to MaxAttemptTimeout.
+func ParseAttemptTimeout(field string, d Duration) (time.Duration, error) {
+	if d == "" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(string(d))
+	if err != nil || v < MinAttemptTimeout || v > MaxAttemptTimeout {
+		return 0, fieldError(field, fmt.Sprintf("a duration such as 10m or 2h, from %s to %.0fh", MinAttemptTimeout, MaxAttemptTimeout.Hours()))
+	}
+	return v, nil
 }
 
 // DelayDuration is n.Delay parsed (0 when empty), or a FieldError naming
@@ -329,6 +368,9 @@ func (n NewTask) Validate() (NewTask, error) {
 		return n, fieldError("run_after", "either run_after or delay, not both")
 	}
 	if _, err := n.DelayDuration(); err != nil {
+		return n, err
+	}
+	if _, err := ParseAttemptTimeout("attempt_timeout", n.AttemptTimeout); err != nil {
 		return n, err
 	}
 	seen := map[int64]bool{}

@@ -82,3 +82,19 @@ func TestMergeAndSweep(t *testing.T) {
 		}
 	})
 }
+
+// TestDelayed runs a few tasks of the delayed-task benchmark on both
+// backends: every task is claimed by the agent, none before its run_after
+// (bench.Delayed fails when one is not claimed).
+func TestDelayed(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		r, err := bench.Delayed(context.Background(), open(t), open(t), bench.DelayedConfig{Tasks: 3, Lead: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Tasks != 5 || r.Early != 0 || r.LatenessP50 < 0 {
+			t.Fatalf("result %+v", r)
+		}
+		t.Logf("delayed-task lateness p50 %s, p99 %s, max %s", r.LatenessP50, r.LatenessP99, r.LatenessMax)
+	})
+}

@@ -396,6 +396,79 @@ while :; do sleep 0.02; done`
 	})
 }
 
+// TestExecAgentAttemptTimeout: a task created with `cks task create
+// --timeout 2s --max-attempts 2` whose exec command never ends (`sleep 1000
+// & sleep 1000`, a shell and two children) is ended by the hub's lease
+// reaper at its deadline, however alive its agent is: each attempt's whole
+// process tree is killed and its abort confirmed by the agent, the first
+// attempt is retried and the second fails the task by max_attempts, each
+// ending with the reason "timed out after 2s".
+func TestExecAgentAttemptTimeout(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHubEnv(t, "serve", []string{"CKS_LEASE_REAPER_SWEEPER_INTERVAL=1s"}, "--database", db.url)
+		api := client.New(h.url, h.token)
+		dir := t.TempDir()
+		cmd := `A=$CKS_TASK_ATTEMPT
+echo $$ > "$T_DIR/pid.$A"
+sleep 1000 & echo $! > "$T_DIR/child.$A"
+sleep 1000 & echo $! > "$T_DIR/second.$A"
+wait`
+		a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", "stuck"},
+			append(fastAgent, "--", "sh", "-c", cmd)...)...)
+		r := runCKS(t, nil, "task", "create", "--type", "stuck", "--title", "never ends", "--timeout", "2s",
+			"--max-attempts", "2", "--json", "--data-dir", string(h.dir))
+		var created cks.Task
+		if err := json.Unmarshal([]byte(r.stdout), &created); r.code != 0 || err != nil {
+			t.Fatalf("task create --timeout 2s: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		if created.AttemptTimeout != "2s" {
+			t.Fatalf("created task's attempt_timeout %q, want 2s", created.AttemptTimeout)
+		}
+		var pids []int
+		for _, attempt := range []string{"1", "2"} {
+			tree := []int{readPID(t, filepath.Join(dir, "pid."+attempt)), readPID(t, filepath.Join(dir, "child."+attempt)),
+				readPID(t, filepath.Join(dir, "second."+attempt))}
+			pids = append(pids, tree...)
+			t.Cleanup(func() {
+				for _, pid := range tree {
+					if !pidGone(pid) {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			})
+			waitFor(t, "attempt "+attempt+"'s process tree to be killed", func() bool {
+				return pidGone(tree[0]) && pidGone(tree[1]) && pidGone(tree[2])
+			})
+		}
+		task := waitState(t, api, created.ID, cks.TaskFailed)
+		var timedOut []cks.TaskEvent
+		for _, ev := range task.Events {
+			if strings.HasPrefix(ev.Reason, "timed out after 2s") {
+				timedOut = append(timedOut, ev)
+			}
+		}
+		if len(timedOut) != 2 || timedOut[0].To != cks.TaskOpen || timedOut[1].To != cks.TaskFailed || task.Attempts != 2 {
+			t.Fatalf("events %+v; want two attempts timed out after 2s, the first retried, the second FAILED", task.Events)
+		}
+		waitFor(t, "both aborts confirmed by the agent", func() bool {
+			task = getTask(t, api, created.ID)
+			return len(task.Aborts) == 2 && task.Aborts[0].Outcome == cks.AbortConfirmed && task.Aborts[1].Outcome == cks.AbortConfirmed
+		})
+		for _, ab := range task.Aborts {
+			if ab.Reason != "timed out after 2s" || !strings.HasPrefix(ab.Executor, "exec/") {
+				t.Fatalf("abort %+v; want reason timed out after 2s, of the exec agent", ab)
+			}
+		}
+		if a.exited() {
+			t.Fatalf("the agent exited on a timed-out attempt\n%s", a.stderr.String())
+		}
+		a.cmd.Process.Signal(syscall.SIGTERM)
+		if code := a.wait(t); code != 0 {
+			t.Fatalf("agent exit status %d\n%s", code, a.stderr.String())
+		}
+	})
+}
+
 // TestAgentBadInput: usage errors exit 2 naming what was wrong.
 func TestAgentBadInput(t *testing.T) {
 	dir := t.TempDir()

@@ -89,6 +89,7 @@ var taskFlagNames = map[string]string{
 	"remove_depends_on":   "remove-dep",
 	"add_children":        "add-child",
 	"cancel_children":     "cancel-child",
+	"attempt_timeout":     "timeout",
 }
 
 // stoppedFirst asks for the operator's view of the ledger, unless the
@@ -354,6 +355,13 @@ func printTaskFields(w io.Writer, t cks.Task) {
 	}
 	if !t.RunAfter.IsZero() {
 		row("run after", t.RunAfter.Format(time.RFC3339))
+	}
+	if t.AttemptTimeout != "" {
+		timeout := string(t.AttemptTimeout) + " an attempt"
+		if !t.AttemptDeadline.IsZero() {
+			timeout += ", this one ends at " + t.AttemptDeadline.Format(time.RFC3339)
+		}
+		row("timeout", timeout)
 	}
 	row("question", t.Question)
 	row("answer", t.Answer)

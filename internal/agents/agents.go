@@ -277,9 +277,15 @@ func watchReady(ctx context.Context, st Services, wake chan<- struct{}) {
 }
 
 // claimLoop claims tasks of set.Types and works each with ex, up to
-// set.Concurrency at once, until ctx or run ends, waiting
-// set.PollInterval of c (or a wake) when there is nothing to claim or the
-// claim failed. One claim takes as many tasks as there are free slots.
+// set.Concurrency at once, until ctx or run ends. A claim that finds
+// nothing waits in the ledger for work (ledger.ClaimParams.Wait, the
+// long poll): the ledger's waiting room answers it the moment a task of
+// its types is made OPEN or becomes due — a delayed task at its
+// run_after, which no notification announces — with no poll, and the
+// wait ends after set.PollInterval (at most ledger.MaxClaimWait) to claim
+// again; a wake ends it too. After a failed claim the loop waits
+// set.PollInterval of c. One claim takes as many tasks as there are free
+// slots.
 // Tasks in hand are finished even when ctx or run end meanwhile (drain):
 // claimLoop returns once they are; only an abort of a task itself cancels
 // its resolver. run is read as well as ctx because the loop's own context
@@ -305,6 +311,12 @@ func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resol
 	panics := make(chan string, slots)
 	lctx, endWaits := context.WithCancel(ctx)
 	defer endWaits()
+	// A claim's wait for work ends with the loop's waits and with run: no
+	// claim is made once run ended (the drain).
+	claimWaits, endClaimWaits := context.WithCancel(lctx)
+	defer endClaimWaits()
+	defer context.AfterFunc(run, endClaimWaits)()
+	wait := min(set.PollInterval, ledger.MaxClaimWait)
 	raise := func() {
 		select {
 		case p := <-panics:
@@ -341,7 +353,10 @@ func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resol
 		mark := ex.Mark()
 		// Claimed straight to RUNNING (the executor then skips
 		// MarkRunning): claim and start are one commit.
-		claimed, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: n, Lease: set.Lease, Running: true})
+		woken, stopWake := wakeOrDone(claimWaits, wake)
+		claimed, err := st.Tasks.Claim(ctx, ledger.ClaimParams{Worker: name, Types: set.Types, N: n, Lease: set.Lease, Running: true,
+			Wait: wait, Interrupt: woken})
+		stopWake()
 		for range n - len(claimed) {
 			free <- struct{}{}
 		}
@@ -353,8 +368,7 @@ func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resol
 			continue
 		}
 		if len(claimed) == 0 {
-			clock.Sleep(lctx, c, set.PollInterval, wake) //nolint:errcheck // woken, polled, stopped or a panic: the loop reads lctx
-			continue
+			continue // the claim waited its time, or was woken or ended
 		}
 		for _, t := range claimed {
 			rep.HoldTask(t.ID, t.Type)
@@ -376,6 +390,24 @@ func claimLoop(ctx, run, hurry context.Context, st Services, set Settings, resol
 			})
 		}
 	}
+}
+
+// wakeOrDone is a channel that closes when done ends or a wake arrives:
+// the Interrupt of one claim's wait (the wake, TopicTasksReady heard by
+// the agent's own watch, ends the wait of a claim on a ledger that has no
+// waiting room, which waits out its time otherwise). stop ends its
+// goroutine once the claim returned; a wake it took meanwhile is spent.
+func wakeOrDone(done context.Context, wake <-chan struct{}) (_ <-chan struct{}, stop context.CancelFunc) {
+	ctx, cancel := context.WithCancel(done)
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		select {
+		case <-wake:
+		case <-ctx.Done():
+		}
+	}()
+	return out, cancel
 }
 
 // MsgDraining is the log message of an agent that was told to stop: it

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/internal/agents"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/base/clock"
+	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/runtime/worker"
 	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
@@ -21,7 +22,7 @@ import (
 )
 
 // unnotified is a change watch whose notifications never arrive: the
-// agent's idle wait ends only by its poll.
+// agent's own watch hears nothing (its claims wait in the ledger).
 type unnotified struct{}
 
 func (unnotified) WatchChanges(ctx context.Context, _ []string, _ func(string)) error {
@@ -55,37 +56,38 @@ func runWith(t *testing.T, ctx context.Context, st agents.Services, set agents.S
 	return nil, nil
 }
 
-// TestPollsOnItsClock: without a notification an idle agent claims new work
-// at its next poll, one PollInterval of Options.Clock after it found none,
-// and not before.
-func TestPollsOnItsClock(t *testing.T) {
+// TestIdleAgentWaitsInTheLedger: an idle agent's claim waits in the
+// ledger's waiting room (ledger.ClaimParams.Wait), not in a sleep of its
+// own: a delayed task is claimed when it becomes due on the ledger's clock
+// (the room's timer, with no notification and no poll — the agent's own
+// watch hears nothing here) and not a second before.
+func TestIdleAgentWaitsInTheLedger(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
-		b, op := open(t), open(t)
-		st := agents.Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: unnotified{}}
 		c := clock.NewFake(time.Now())
+		b := open(t, driver.WithClock(c))
+		st := agents.Services{Tasks: b.Tasks, Liveness: b.Liveness, Changes: unnotified{}}
 		set := settings("enrichment", "enrich")
-		set.PollInterval = time.Minute
+		set.PollInterval = time.Hour // a claim waits ledger.MaxClaimWait at most
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		_, done := runWith(t, ctx, st, set, func(context.Context, *worker.Attempt) (worker.Result, error) {
 			return worker.Result{Output: "ok"}, nil
 		}, agents.Options{Clock: c})
+		waitfor.Until(t, "the agent's claim to wait in the ledger", func() bool { return b.Tasks.ClaimsWaiting() == 1 })
+		task := backendtest.MustEnqueue(t, b, cks.NewTask{Type: "enrich", Delay: "30s"})
 		wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 		defer wcancel()
-		// The reporter's liveness interval and the claim loop's idle poll.
-		if err := c.WaitArmed(wctx, 2); err != nil {
+		// The reporter's liveness interval, the claim's wait and the
+		// room's timer for the delayed task.
+		if err := c.WaitArmed(wctx, 3); err != nil {
 			t.Fatal(err)
 		}
-		task := backendtest.MustEnqueue(t, op, cks.NewTask{Type: "enrich"})
-		if got := taskState(t, op, task.ID); got.State != cks.TaskOpen {
-			t.Fatalf("task %s before the poll came round", got.State)
-		}
-		c.Advance(set.PollInterval - time.Second)
-		if got := taskState(t, op, task.ID); got.State != cks.TaskOpen {
-			t.Fatalf("task %s a second before the poll", got.State)
+		c.Advance(29 * time.Second)
+		if got := taskState(t, b, task.ID); got.State != cks.TaskOpen {
+			t.Fatalf("task %s a second before it was due", got.State)
 		}
 		c.Advance(time.Second)
-		waitfor.Until(t, "the task completed", func() bool { return taskState(t, op, task.ID).State == cks.TaskCompleted })
+		waitfor.Until(t, "the task completed", func() bool { return taskState(t, b, task.ID).State == cks.TaskCompleted })
 		cancel()
 		if err := result(t, done); err != nil {
 			t.Fatal(err)

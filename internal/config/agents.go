@@ -23,8 +23,11 @@ type Agent struct {
 	// nothing (a kind whose resolver is not wired yet just reports liveness
 	// and obeys stop). ParseAgent defaults them to DefaultAgentTypes.
 	Types []string
-	// PollInterval is the wait between claims when there was no work; new
-	// work (cks.TopicTasksReady) or a stop ends the wait early.
+	// PollInterval is how long an idle claim waits in the ledger for work
+	// (ledger.ClaimParams.Wait, at most ledger.MaxClaimWait) before the
+	// agent claims again, and the wait after a failed claim; new work
+	// (cks.TopicTasksReady), a delayed task becoming due or a stop ends the
+	// wait early.
 	PollInterval time.Duration
 	// HeartbeatInterval renews the lease of the task being worked; it is
 	// independent of LivenessInterval (ADR-014). ParseAgent defaults it
@@ -369,7 +372,7 @@ func agentSettings() []Setting {
 		t = append(t,
 			Setting{Env: name("TYPES"), Flag: "types", Readers: r, Doc: "the task types the " + k + " agent claims",
 				Value: func(v *Values) string { return strings.Join(v.Agents[k].Types, ",") }},
-			Setting{Env: name("POLL_INTERVAL"), Flag: "poll-interval", Readers: r, Doc: "the wait between claims when idle",
+			Setting{Env: name("POLL_INTERVAL"), Flag: "poll-interval", Readers: r, Doc: "the longest an idle claim waits in the ledger for work before it claims again (at most 60s; new and due tasks end the wait at once)",
 				Value: func(v *Values) string { return dur(v.Agents[k].PollInterval) }},
 			Setting{Env: name("HEARTBEAT_INTERVAL"), Flag: "heartbeat-interval", Readers: r,
 				Doc: "the lease heartbeat of the task being worked; the agent's lease is three heartbeats " +

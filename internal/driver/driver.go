@@ -211,6 +211,12 @@ type TaskRow struct {
 	UpdatedAt      time.Time
 	StateChangedAt time.Time
 	Metadata       []byte
+	// AttemptTimeoutMs bounds an attempt from its claim (ClaimedAt); 0,
+	// none. Set by an insert and by TaskUpdateMany, never by a move.
+	AttemptTimeoutMs int64
+	// ExpiresAt is when the task, not completed by then, is cancelled;
+	// zero, never. Set by an insert and by TaskUpdateMany, never by a move.
+	ExpiresAt time.Time
 }
 
 // TaskExecutor holds the primitives of the task ledger. Reads that a
@@ -261,6 +267,15 @@ type TaskExecutor interface {
 	// TaskLeaseExpired reads up to Limit tasks whose lease expired and was
 	// not renewed since RenewedBefore, locked with LockUpdateSkip, by id.
 	TaskLeaseExpired(ctx context.Context, p TaskLeaseExpiredParams) ([]TaskRow, error)
+	// TaskAttemptsTimed reads, unlocked, up to Limit tasks after task id
+	// After, by id, in one of States with a lease and an attempt timeout
+	// (attempt_timeout_ms > 0), claimed at or before ClaimedBefore: the
+	// attempts the lease reaper checks against their deadlines.
+	TaskAttemptsTimed(ctx context.Context, p TaskAttemptsTimedParams) ([]TaskRow, error)
+	// TaskExpiring reads, unlocked, the first limit tasks that have an
+	// expires_at and are not COMPLETED, FAILED or CANCELLED, by expires_at
+	// then id.
+	TaskExpiring(ctx context.Context, limit int) ([]TaskRow, error)
 	// TaskList reads one page of tasks ordered by id (Limit rows at most),
 	// locked as asked.
 	TaskList(ctx context.Context, p TaskListParams) ([]TaskRow, error)
@@ -421,6 +436,7 @@ func OnlyMoved(before, after TaskRow) bool {
 	return before.ID == after.ID && before.Type == after.Type && before.Title == after.Title &&
 		before.Description == after.Description && before.AcceptanceCriteria == after.AcceptanceCriteria &&
 		before.Priority == after.Priority && before.MaxAttempts == after.MaxAttempts &&
+		before.AttemptTimeoutMs == after.AttemptTimeoutMs && before.ExpiresAt.Equal(after.ExpiresAt) &&
 		before.Revision == after.Revision && before.ParentID == after.ParentID &&
 		before.DedupeKey == after.DedupeKey && before.CreatedBy == after.CreatedBy &&
 		before.AgentTokenHash == after.AgentTokenHash && before.CreatedAt.Equal(after.CreatedAt) &&
@@ -500,6 +516,17 @@ type TaskLeaseExpiredParams struct {
 	// RenewedBefore: lease_renewed_at is NULL or <= RenewedBefore.
 	RenewedBefore time.Time
 	Limit         int
+}
+
+// TaskAttemptsTimedParams selects the leased attempts that have a timeout.
+type TaskAttemptsTimedParams struct {
+	// States are the states of a running attempt (CLAIMED, RUNNING).
+	States []string
+	// ClaimedBefore: claimed_at <= ClaimedBefore.
+	ClaimedBefore time.Time
+	// After is the id the page starts after (0: the first page).
+	After int64
+	Limit int
 }
 
 // TaskPurgeCandidatesParams selects old terminal tasks.

@@ -229,6 +229,8 @@ var newTaskDocs = map[string]string{
 	"metadata":            "a JSON object for the caller's own use",
 	"run_after":           "a delayed task: no claim takes it before this time (RFC 3339; a past time is now; at most a year and a day ahead); it is OPEN meanwhile, run_after shown",
 	"delay":               "run_after as a duration from now, such as 10m or 24h (not with run_after)",
+	"attempt_timeout":     "the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason \"timed out after 10m\"",
+	"expires_at":          "a task not completed by this time (RFC 3339; in the future, after run_after, at most a year and a day ahead) is cancelled by the lease reaper, reason \"expired: not completed by TIME\" (a running attempt aborted as a cancel's)",
 }
 
 // CreateTask is create_task.
@@ -239,6 +241,8 @@ var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 		Description: "Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. " +
 			"With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, " +
 			"and a waiting claim (wait_s) hears of it the moment it is due. " +
+			"With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent; " +
+			"with expires_at the task is cancelled if it is not completed by then. " +
 			"Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task " +
 			"already has, that task is returned with created=false instead (a conflict, naming no task, when the caller " +
 			"may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error " +
@@ -407,7 +411,8 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		Title:   "Update task",
 		Summary: "edit a task as one operation (path in_place, live or stop_apply_start)",
 		Description: "Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, " +
-			"remove_depends_on, add_children, cancel_children) bump revision; title, priority and metadata do not. A STOPPED, OPEN, WAITING " +
+			"remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata, attempt_timeout, run_after, delay and expires_at do not. " +
+			"run_after and delay apply to a task no one has claimed (OPEN, WAITING, BLOCKED; any other state is a conflict), and a claim that waits hears at once of a task they made due. A STOPPED, OPEN, WAITING " +
 			"or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material " +
 			"edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; " +
 			"abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live " +
@@ -431,6 +436,10 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		"remove_depends_on":   "dependencies to remove (material)",
 		"add_children":        "child tasks to create under this task, without parent_id (material)",
 		"cancel_children":     "children of this task to cancel (material)",
+		"attempt_timeout":     "new attempt timeout, such as 10m (1s to 168h; not material: a running attempt's deadline becomes its claim plus this)",
+		"run_after":           "hold the task back from claims until this time, as create_task's (RFC 3339; a past time makes it claimable now); an OPEN, WAITING or BLOCKED task only (not material)",
+		"delay":               "run_after as a duration from now, such as 10m (not with run_after; not material)",
+		"expires_at":          "new expiry: the task, not completed by then, is cancelled (RFC 3339; in the future, after run_after; not material)",
 	},
 	also: func(ctx context.Context, _ *Services, in *cks.UpdateTaskInput) error {
 		return requireChildren(ctx, in.TaskID, in.TaskPatch)

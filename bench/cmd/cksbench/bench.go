@@ -31,6 +31,7 @@ func init() {
 	benchmarks = []benchmark{
 		{name: "ledger", run: cmdBenchLedger, summary: "ledger throughput: enqueue and work tasks with each number of workers, on a scratch store"},
 		{name: "abort", run: cmdBenchAbort, summary: "stop and update latency of running tasks, with the abort confirmed"},
+		{name: "delayed", run: cmdBenchDelayed, summary: "delayed-task lateness: how late an idle agent claims tasks after their run_after"},
 		{name: "liveness", run: cmdBenchLiveness, summary: "the liveness store: heartbeats, status reads and list_processes over a history of rows"},
 		{name: "stop", run: cmdBenchStop, summary: "remote process stop: agent processes started and stopped, by notification and at the tick"},
 		{name: "pipeline", run: cmdBenchPipeline, summary: "the research pipeline: questions answered per second with each number of workers"},
@@ -182,6 +183,50 @@ func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 		{"stop → abort confirmed", r.StopP50, r.StopP99},
 		{"update running (restart) → confirmed", r.UpdateP50, r.UpdateP99},
 		{"update running (priority, live)", r.LiveP50, r.LiveP99},
+	})
+}
+
+// cmdBenchDelayed is `cksbench delayed`: delayed tasks, one due at a time,
+// claimed by an idle agent's claim loop on a second handle of the store.
+func cmdBenchDelayed(ctx context.Context, args []string, e env) error {
+	fs := flagSet("bench delayed", e)
+	database := fs.String("database", "", "a postgres://… `URL` to benchmark Postgres (a scratch schema is created and dropped); default a temporary SQLite file")
+	tasks := fs.Int("tasks", 200, "delayed tasks to measure")
+	spacing := fs.Duration("spacing", 50*time.Millisecond, "time between two tasks' run_after")
+	lead := fs.Duration("lead", 2*time.Second, "how far ahead the first task is due")
+	poll := fs.Duration("poll-interval", 5*time.Second, "the agent's poll interval: the longest one claim waits in the ledger")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if err := noArgs(fs, args); err != nil {
+		return err
+	}
+	if *tasks < 1 || *spacing <= 0 || *lead <= 0 || *poll <= 0 {
+		return fmt.Errorf("%w: --tasks, --spacing, --lead and --poll-interval must be positive", errUsage)
+	}
+	url, cleanup, err := scratchStore(ctx, *database)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	agent, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer agent.Close()
+	op, err := backend.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	fmt.Fprintf(e.stderr, "bench delayed: %s, %d tasks %s apart\n", op.Dialect(), *tasks, *spacing)
+	r, err := bench.Delayed(ctx, agent, op, bench.DelayedConfig{Tasks: *tasks, Spacing: *spacing, Lead: *lead, PollInterval: *poll})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, map[string]any{"backend": op.Dialect(), "result": r})
+	}
+	return printLatencies(e.stdout, op.Dialect(), "delayed task", []latencyRow{
+		{"run_after → claimed (lateness)", r.LatenessP50, r.LatenessP99},
 	})
 }
 

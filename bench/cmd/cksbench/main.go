@@ -5,7 +5,7 @@
 // benchmarks, flags, progress lines on stderr and --json output, so that
 // the figures of docs/benchmarks.md can be measured again.
 //
-//	cd bench && go run ./cmd/cksbench NAME [flags]   (NAME: ledger, abort, liveness, stop, pipeline, knowledge)
+//	cd bench && go run ./cmd/cksbench NAME [flags]   (NAME: ledger, abort, delayed, liveness, stop, pipeline, knowledge)
 //
 // Exit status: 0 when the benchmark ran (or help was asked for), 1 when it
 // failed, 2 for a usage error.

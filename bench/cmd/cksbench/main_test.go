@@ -127,7 +127,7 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{nil, "ledger"},
-		{[]string{"nope"}, "no benchmark \"nope\": ledger, abort, liveness, stop, pipeline, knowledge"},
+		{[]string{"nope"}, "no benchmark \"nope\": ledger, abort, delayed, liveness, stop, pipeline, knowledge"},
 		{[]string{"ledger", "--tasks", "0"}, "--tasks"},
 		{[]string{"ledger", "--workers", "1,x"}, "--workers"},
 		{[]string{"abort", "extra"}, "takes no arguments"},

@@ -168,7 +168,9 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // history and the alive instances, the children index of the retention
 // sweeper (issue 26), the sweepers' passes (issue 24: their table, key and
 // indexes), the reporter of a process (issue 41), the agent credential of
-// a task's lease (issue 41), the paused task types and the index of the delayed tasks (issue 42); and for what was retired since (Retired,
+// a task's lease (issue 41), the paused task types, the index of the delayed
+// tasks, the attempt timeout, the expiry and their indexes (issue 42); and
+// for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -181,6 +183,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_agent_liveness|alive_until|", "column|cks_agent_liveness|reported_by|", "index|idx_agent_liveness_started|", "index|idx_agent_liveness_alive|", "index|idx_outbox_tasks_parent_of|", "index|idx_outbox_tasks_updated|", "index|idx_outbox_tasks_due|",
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|", "column|cks_outbox_tasks|agent_token_hash|",
+		"column|cks_outbox_tasks|attempt_timeout_ms|", "index|idx_outbox_tasks_timed|",
+		"column|cks_outbox_tasks|expires_at|", "index|idx_outbox_tasks_expiring|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_",
 		"column|cks_sweeper_passes|", "constraint|cks_sweeper_passes|", "index|cks_sweeper_passes_", "index|idx_sweeper_passes_",
 		"column|cks_paused_types|", "constraint|cks_paused_types|", "index|cks_paused_types_", "index|sqlite_autoindex_cks_paused_types_"}, s.Added...)...)

@@ -48,7 +48,7 @@ func fullTask(parent int64) driver.TaskRow {
 		ClaimedBy: "w1", ClaimedAt: sec(1), LeaseTokenHash: "hash-1", LeaseExpiresAt: sec(61),
 		LeaseRenewedAt: sec(2), LeaseMs: 60000, RunAfter: sec(3), Result: "r", LastError: "e",
 		Question: "q", Answer: "a", ReviewNote: "n", CreatedAt: T0, UpdatedAt: sec(4),
-		StateChangedAt: sec(5), Metadata: []byte(`{"owner": "x"}`),
+		StateChangedAt: sec(5), Metadata: []byte(`{"owner": "x"}`), AttemptTimeoutMs: 600000, ExpiresAt: sec(6),
 	}
 }
 
@@ -291,6 +291,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 			r.Payload, r.Metadata = []byte(`{"other": 1}`), []byte(`{"other": 2}`)
 			r.Priority, r.MaxAttempts, r.Revision, r.ParentID = 99, 99, 99, got[2]
 			r.DedupeKey, r.CreatedBy, r.CreatedAt = "other", "other", sec(99)
+			r.AttemptTimeoutMs, r.ExpiresAt = 99, sec(99)
 		}
 		evs := []driver.TaskEventRow{
 			{TaskID: got[0], At: sec(9), Actor: "w1", FromState: stRunning, ToState: stDone, Attempt: 2, Reason: "done"},
@@ -342,6 +343,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		wantOne.AcceptanceCriteria, wantOne.Payload, wantOne.Metadata = bare.AcceptanceCriteria, bare.Payload, bare.Metadata
 		wantOne.Priority, wantOne.MaxAttempts, wantOne.Revision, wantOne.ParentID = bare.Priority, bare.MaxAttempts, bare.Revision, bare.ParentID
 		wantOne.DedupeKey, wantOne.CreatedBy, wantOne.CreatedAt = bare.DedupeKey, bare.CreatedBy, bare.CreatedAt
+		wantOne.AttemptTimeoutMs, wantOne.ExpiresAt = bare.AttemptTimeoutMs, bare.ExpiresAt
 		sameTask(t, get(t, ex, got[1]), wantOne)
 		if list, err := ex.TaskEventList(ctx, got[1]); err != nil || len(list) != 3 || list[2].Reason != "one" ||
 			!list[2].At.Equal(sec(15)) {

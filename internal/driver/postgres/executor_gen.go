@@ -130,6 +130,8 @@ func taskRowOf(r dbsqlc.CksOutboxTask) driver.TaskRow {
 		UpdatedAt:          driver.Time(r.UpdatedAt),
 		StateChangedAt:     fromNullTime(r.StateChangedAt),
 		Metadata:           nonNil(r.Metadata),
+		AttemptTimeoutMs:   r.AttemptTimeoutMs,
+		ExpiresAt:          fromNullTime(r.ExpiresAt),
 	}
 }
 
@@ -340,6 +342,8 @@ func taskRowOfTaskClaimRow(r dbsqlc.TaskClaimRow) driver.TaskRow {
 		UpdatedAt:          driver.Time(r.UpdatedAt),
 		StateChangedAt:     fromNullTime(r.StateChangedAt),
 		Metadata:           nonNil(r.Metadata),
+		AttemptTimeoutMs:   r.AttemptTimeoutMs,
+		ExpiresAt:          fromNullTime(r.ExpiresAt),
 	}
 }
 
@@ -730,6 +734,16 @@ func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTri
 	}
 }
 
+// taskAttemptsTimedParams writes a driver.TaskAttemptsTimedParams as dbsqlc.TaskAttemptsTimedParams.
+func taskAttemptsTimedParams(p driver.TaskAttemptsTimedParams) dbsqlc.TaskAttemptsTimedParams {
+	return dbsqlc.TaskAttemptsTimedParams{
+		States:        nonNil(p.States),
+		ClaimedBefore: nullTime(p.ClaimedBefore),
+		After:         p.After,
+		Limit:         int32(p.Limit),
+	}
+}
+
 // taskChildrenParams writes a driver.TaskChildrenParams as dbsqlc.TaskChildrenParams.
 func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 	return dbsqlc.TaskChildrenParams{
@@ -930,6 +944,8 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		UpdatedAt:          driver.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
 		Metadata:           []byte(nullable.JSONText(p.Metadata)),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
+		ExpiresAt:          nullTime(p.ExpiresAt),
 	}
 }
 
@@ -967,6 +983,8 @@ func taskInsertManyParams(rows []driver.TaskRow) dbsqlc.TaskInsertManyParams {
 		a.UpdatedAts = append(a.UpdatedAts, arrayTime(r.UpdatedAt))
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
 		a.Metadatas = append(a.Metadatas, nullable.JSONText(r.Metadata))
+		a.AttemptTimeoutMss = append(a.AttemptTimeoutMss, r.AttemptTimeoutMs)
+		a.ExpiresAts = append(a.ExpiresAts, arrayTime(r.ExpiresAt))
 	}
 	return a
 }
@@ -1108,6 +1126,8 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		UpdatedAt:          driver.Time(p.UpdatedAt),
 		StateChangedAt:     nullTime(p.StateChangedAt),
 		Metadata:           []byte(nullable.JSONText(p.Metadata)),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
+		ExpiresAt:          nullTime(p.ExpiresAt),
 		TaskID:             p.ID,
 	}
 }
@@ -1144,6 +1164,8 @@ func taskUpdateManyParams(rows []driver.TaskRow) dbsqlc.TaskUpdateManyParams {
 		a.UpdatedAts = append(a.UpdatedAts, arrayTime(r.UpdatedAt))
 		a.StateChangedAts = append(a.StateChangedAts, arrayTime(r.StateChangedAt))
 		a.Metadatas = append(a.Metadatas, nullable.JSONText(r.Metadata))
+		a.AttemptTimeoutMss = append(a.AttemptTimeoutMss, r.AttemptTimeoutMs)
+		a.ExpiresAts = append(a.ExpiresAts, arrayTime(r.ExpiresAt))
 	}
 	return a
 }
@@ -1754,6 +1776,25 @@ func eachSweeperPassRecent(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Sweep
 	return rows.Err()
 }
 
+// eachTaskAttemptsTimed runs dbsqlc's TaskAttemptsTimed, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskAttemptsTimed(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskAttemptsTimedParams, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskAttemptsTimed, arg.States, arg.ClaimedBefore, arg.After, arg.Limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachTaskClaim runs dbsqlc's TaskClaim, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimParams, each func(*dbsqlc.TaskClaimRow)) error {
@@ -1763,7 +1804,7 @@ func eachTaskClaim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaimPara
 	}
 	defer rows.Close()
 	var i dbsqlc.TaskClaimRow
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.DependsOn}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1782,7 +1823,7 @@ func eachTaskClaimOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCla
 	}
 	defer rows.Close()
 	var i dbsqlc.TaskClaimOfTypeRow
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.DependsOn}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1801,7 +1842,7 @@ func eachTaskClaimOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskCl
 	}
 	defer rows.Close()
 	var i dbsqlc.TaskClaimOfTypesRow
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.DependsOn}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.DependsOn}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1839,7 +1880,7 @@ func eachTaskClaimable(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskClaim
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1858,7 +1899,7 @@ func eachTaskClaimableOfType(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Tas
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1877,7 +1918,7 @@ func eachTaskClaimableOfTypes(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Ta
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1934,7 +1975,7 @@ func eachTaskDependants(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskDepe
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1953,7 +1994,7 @@ func eachTaskDependantsForShare(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1972,7 +2013,7 @@ func eachTaskDependantsForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1991,7 +2032,7 @@ func eachTaskDependantsForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, arg db
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2039,6 +2080,25 @@ func eachTaskEventStoppedMany(ctx context.Context, db dbsqlc.DBTX, taskIDs []int
 	return rows.Err()
 }
 
+// eachTaskExpiring runs dbsqlc's TaskExpiring, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskExpiring(ctx context.Context, db dbsqlc.DBTX, limit int32, each func(*dbsqlc.CksOutboxTask)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskExpiring, limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksOutboxTask
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachTaskGet runs dbsqlc's TaskGet, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskGet(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksOutboxTask)) error {
@@ -2048,7 +2108,7 @@ func eachTaskGet(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*d
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2067,7 +2127,7 @@ func eachTaskGetForShare(ctx context.Context, db dbsqlc.DBTX, taskID int64, each
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2086,7 +2146,7 @@ func eachTaskGetForUpdate(ctx context.Context, db dbsqlc.DBTX, taskID int64, eac
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2105,7 +2165,7 @@ func eachTaskGetForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, taskID int64,
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2124,7 +2184,7 @@ func eachTaskGetMany(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2143,7 +2203,7 @@ func eachTaskGetManyForShare(ctx context.Context, db dbsqlc.DBTX, ids []int64, e
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2162,7 +2222,7 @@ func eachTaskGetManyForUpdate(ctx context.Context, db dbsqlc.DBTX, ids []int64, 
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2181,7 +2241,7 @@ func eachTaskGetManyForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, ids []int
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2194,7 +2254,7 @@ func eachTaskGetManyForUpdateSkip(ctx context.Context, db dbsqlc.DBTX, ids []int
 // eachTaskInsertManyNew runs dbsqlc's TaskInsertManyNew, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTaskInsertManyNew(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskInsertManyNewParams, each func(*dbsqlc.TaskInsertManyNewRow)) error {
-	rows, err := db.Query(ctx, dbsqlc.TaskInsertManyNew, arg.CreatedAt, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.MaxAttemptss, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.Metadatas)
+	rows, err := db.Query(ctx, dbsqlc.TaskInsertManyNew, arg.CreatedAt, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.MaxAttemptss, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.Metadatas, arg.AttemptTimeoutMss)
 	if err != nil {
 		return err
 	}
@@ -2219,7 +2279,7 @@ func eachTaskLeaseExpired(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLe
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2238,7 +2298,7 @@ func eachTaskList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskListParams
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2257,7 +2317,7 @@ func eachTaskListForUpdate(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskL
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2276,7 +2336,7 @@ func eachTaskListIDDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskList
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2295,7 +2355,7 @@ func eachTaskListPriority(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLi
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2314,7 +2374,7 @@ func eachTaskListUpdated(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.TaskLis
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2333,7 +2393,7 @@ func eachTaskListUpdatedDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Tas
 	}
 	defer rows.Close()
 	var i dbsqlc.CksOutboxTask
-	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata}
+	dest := []any{&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -2516,6 +2576,28 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 	err := eachTaskLeaseExpired(ctx, e.db, taskLeaseExpiredParams(p), add)
 	if err != nil {
 		return nil, mapErr("task lease expired", err)
+	}
+	return out, nil
+}
+
+// TaskAttemptsTimed implements driver.Executor with dbsqlc's TaskAttemptsTimed.
+func (e *executor) TaskAttemptsTimed(ctx context.Context, p driver.TaskAttemptsTimedParams) ([]driver.TaskRow, error) {
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	err := eachTaskAttemptsTimed(ctx, e.db, taskAttemptsTimedParams(p), add)
+	if err != nil {
+		return nil, mapErr("task attempts timed", err)
+	}
+	return out, nil
+}
+
+// TaskExpiring implements driver.Executor with dbsqlc's TaskExpiring.
+func (e *executor) TaskExpiring(ctx context.Context, limit int) ([]driver.TaskRow, error) {
+	out := []driver.TaskRow{}
+	add := func(r *dbsqlc.CksOutboxTask) { out = append(out, taskRowOf(*r)) }
+	err := eachTaskExpiring(ctx, e.db, int32(limit), add)
+	if err != nil {
+		return nil, mapErr("task expiring", err)
 	}
 	return out, nil
 }

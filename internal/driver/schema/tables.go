@@ -205,6 +205,14 @@ func outboxTasks() Table {
 			{Name: "state_changed_at", Type: Time},
 			// Operators' free-form JSON object (owner, links, …).
 			{Name: "metadata", Type: JSON, NotNull: true, Default: EmptyObject},
+			// The longest an attempt may run, from its claim (claimed_at):
+			// the lease reaper ends one past it (ledger's TimeOutAttempts);
+			// 0, none. The deadline is computed, not stored, so the claim
+			// writes nothing for it.
+			{Name: "attempt_timeout_ms", Type: BigInt, NotNull: true, Default: Zero},
+			// When a task not completed by then is cancelled (the lease
+			// reaper's ledger.ExpireTasks); NULL, never.
+			{Name: "expires_at", Type: Time},
 		},
 		// A task's row gets a new version at its claim and at its end:
 		// room on its page for them.
@@ -262,6 +270,19 @@ func outboxTasks() Table {
 			// takes it out, no other move touches it.
 			{Name: "idx_outbox_tasks_lease_expires", Keys: []Key{K("lease_expires_at")},
 				Where: "lease_expires_at IS NOT NULL", Only: SQLite},
+			// The lease reaper's attempt deadlines (ledger's
+			// TimeOutAttempts): the leased tasks that have an attempt
+			// timeout, by id. A claim of such a task adds its entry, the
+			// end of the lease takes it out; a task without a timeout is
+			// never in it.
+			{Name: "idx_outbox_tasks_timed", Keys: []Key{K("task_id")},
+				Where: "attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL"},
+			// The lease reaper's expiries (ledger's ExpireTasks): the
+			// tasks that expire and have not ended, by expiry. The end of
+			// such a task takes its entry out; a task that never expires
+			// is never in it. The query names the WHERE as written.
+			{Name: "idx_outbox_tasks_expiring", Keys: []Key{K("expires_at"), K("task_id")},
+				Where: "expires_at IS NOT NULL AND state NOT IN " + literalList(TerminalStates[:])},
 			// list_tasks by updated_at, either way (the board's "recently
 			// changed"): a page is an index range from its cursor, not a
 			// sort of the table (issue 38.9: 1.8 s over 50,000 tasks on

@@ -220,6 +220,10 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 	if err != nil {
 		return driver.TaskRow{}, fmt.Errorf("TaskRow StateChangedAt: %w", err)
 	}
+	expiresAt, err := parseNullTime(r.ExpiresAt)
+	if err != nil {
+		return driver.TaskRow{}, fmt.Errorf("TaskRow ExpiresAt: %w", err)
+	}
 	return driver.TaskRow{
 		ID:                 r.TaskID,
 		Type:               r.Type,
@@ -253,6 +257,8 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		UpdatedAt:          updatedAt,
 		StateChangedAt:     stateChangedAt,
 		Metadata:           []byte(r.Metadata),
+		AttemptTimeoutMs:   r.AttemptTimeoutMs,
+		ExpiresAt:          expiresAt,
 	}, nil
 }
 
@@ -955,6 +961,16 @@ func sweeperPassTrimParams(p driver.SweeperPassTrimParams) dbsqlc.SweeperPassTri
 	}
 }
 
+// taskAttemptsTimedParams writes a driver.TaskAttemptsTimedParams as dbsqlc.TaskAttemptsTimedParams.
+func taskAttemptsTimedParams(p driver.TaskAttemptsTimedParams) dbsqlc.TaskAttemptsTimedParams {
+	return dbsqlc.TaskAttemptsTimedParams{
+		States:        jsonList(p.States),
+		ClaimedBefore: fmtNullTime(p.ClaimedBefore),
+		After:         p.After,
+		Limit:         int64(p.Limit),
+	}
+}
+
 // taskChildrenParams writes a driver.TaskChildrenParams as dbsqlc.TaskChildrenParams.
 func taskChildrenParams(p driver.TaskChildrenParams) dbsqlc.TaskChildrenParams {
 	return dbsqlc.TaskChildrenParams{
@@ -1046,6 +1062,8 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		UpdatedAt:          fmtTime(p.UpdatedAt),
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
 		Metadata:           nullable.JSONText(p.Metadata),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
+		ExpiresAt:          fmtNullTime(p.ExpiresAt),
 	}
 }
 
@@ -1099,6 +1117,8 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		UpdatedAt:          fmtTime(p.UpdatedAt),
 		StateChangedAt:     fmtNullTime(p.StateChangedAt),
 		Metadata:           nullable.JSONText(p.Metadata),
+		AttemptTimeoutMs:   p.AttemptTimeoutMs,
+		ExpiresAt:          fmtNullTime(p.ExpiresAt),
 		TaskID:             p.ID,
 	}
 }
@@ -1222,6 +1242,24 @@ func (e *executor) TaskLeaseExpired(ctx context.Context, p driver.TaskLeaseExpir
 	x, err := e.d.q.TaskLeaseExpired(ctx, e.read, taskLeaseExpiredParams(p))
 	if err != nil {
 		return nil, mapErr("task lease expired", err)
+	}
+	return taskRowsOf(x)
+}
+
+// TaskAttemptsTimed implements driver.Executor with dbsqlc's TaskAttemptsTimed.
+func (e *executor) TaskAttemptsTimed(ctx context.Context, p driver.TaskAttemptsTimedParams) ([]driver.TaskRow, error) {
+	x, err := e.d.q.TaskAttemptsTimed(ctx, e.read, taskAttemptsTimedParams(p))
+	if err != nil {
+		return nil, mapErr("task attempts timed", err)
+	}
+	return taskRowsOf(x)
+}
+
+// TaskExpiring implements driver.Executor with dbsqlc's TaskExpiring.
+func (e *executor) TaskExpiring(ctx context.Context, limit int) ([]driver.TaskRow, error) {
+	x, err := e.d.q.TaskExpiring(ctx, e.read, int64(limit))
+	if err != nil {
+		return nil, mapErr("task expiring", err)
 	}
 	return taskRowsOf(x)
 }

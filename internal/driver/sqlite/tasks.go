@@ -39,7 +39,8 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 					Description: r.Description, AcceptanceCriteria: r.AcceptanceCriteria,
 					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
 					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
-					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata)})
+					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata),
+					AttemptTimeoutMs: r.AttemptTimeoutMs})
 			} else {
 				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
 			}
@@ -66,7 +67,7 @@ func newTask(r driver.TaskRow) bool {
 	return !r.CreatedAt.IsZero() && r.Attempts == 0 && r.Restarts == 0 && r.Revision == 1 && r.ClaimedBy == "" && r.ClaimedAt.IsZero() &&
 		r.LeaseTokenHash == "" && r.LeaseExpiresAt.IsZero() && r.LeaseRenewedAt.IsZero() && r.LeaseMs == 0 &&
 		r.RunAfter.IsZero() && r.Result == "" && r.LastError == "" && r.Question == "" && r.Answer == "" &&
-		r.ReviewNote == "" && r.UpdatedAt.Equal(r.CreatedAt) && r.StateChangedAt.Equal(r.CreatedAt)
+		r.ReviewNote == "" && r.UpdatedAt.Equal(r.CreatedAt) && r.StateChangedAt.Equal(r.CreatedAt) && r.ExpiresAt.IsZero()
 }
 
 // stored is r as a read of its row returns it: the JSON columns' empty
@@ -74,7 +75,7 @@ func newTask(r driver.TaskRow) bool {
 func stored(r driver.TaskRow, times *timeTexts) (driver.TaskRow, error) {
 	r.Payload, r.Metadata = []byte(nullable.JSONText(r.Payload)), []byte(nullable.JSONText(r.Metadata))
 	for _, t := range []*time.Time{&r.ClaimedAt, &r.LeaseExpiresAt, &r.LeaseRenewedAt, &r.RunAfter,
-		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt} {
+		&r.CreatedAt, &r.UpdatedAt, &r.StateChangedAt, &r.ExpiresAt} {
 		if t.IsZero() {
 			continue
 		}

@@ -23,7 +23,10 @@ const (
 // stale_stop_report sweeper reports it: CKS_STALE_STOP_THRESHOLD's default.
 const DefaultStaleStopThreshold = config.DefaultStaleStopThreshold
 
-// LeaseReaper reclaims the task leases that expired unrenewed: back to
+// LeaseReaper cancels the tasks past their expires_at
+// (ledger.Service.ExpireTasks), ends the attempts that ran past their attempt timeout
+// (ledger.Service.TimeOutAttempts: an abort as a stop's, then retried or
+// FAILED by max_attempts), and reclaims the task leases that expired unrenewed: back to
 // OPEN, or FAILED ("max attempts") when attempts are used up. The next
 // claim takes such a lease back at once (the ledger's claim does), so the
 // reaper is the safety net for the tasks nobody claims: it is the periodic
@@ -55,6 +58,10 @@ type LeaseReaper struct {
 type LeaseStore interface {
 	ReclaimExpired(ctx context.Context, now time.Time) (int, error)
 	ExpireAborts(ctx context.Context, now time.Time) (int, error)
+	TimeOutAttempts(ctx context.Context, now time.Time) (int, time.Time, error)
+	NextAttemptDeadline() time.Time
+	ExpireTasks(ctx context.Context, now time.Time) (int, time.Time, error)
+	NextExpiry() time.Time
 }
 
 // ClaimStore is what LeaseReaper needs of the knowledge store.
@@ -65,12 +72,38 @@ type ClaimStore interface {
 // ID returns "lease_reaper".
 func (LeaseReaper) ID() string { return LeaseReaperID }
 
-// SweepOnce reclaims every expired task lease, settles every overdue abort,
-// releases every object claim older than StaleWindow and revokes the
-// credentials of ended leases; it returns how many of all four it handled.
+// NextPass is when the next attempt deadline or expiry falls, whichever
+// is first (the ledger's NextAttemptDeadline, NextExpiry): the runner
+// passes again then, not only at the end of its interval, so an attempt is
+// ended and a task cancelled on time. An attempt claimed, or a task
+// created, after a pass is seen by the next one, at most an interval
+// later.
+func (r LeaseReaper) NextPass() time.Time {
+	a, b := r.Tasks.NextAttemptDeadline(), r.Tasks.NextExpiry()
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// SweepOnce cancels every task past its expires_at, ends every attempt
+// past its attempt timeout, reclaims every expired task lease, settles
+// every overdue abort, releases every object claim older than StaleWindow
+// and revokes the credentials of ended leases; it returns how many of all
+// six it handled.
 func (r LeaseReaper) SweepOnce(ctx context.Context) (int, error) {
 	now := r.Clock.Now()
+	e, _, err := r.Tasks.ExpireTasks(ctx, now)
+	if err != nil {
+		return e, err
+	}
+	t, _, err := r.Tasks.TimeOutAttempts(ctx, now)
+	t += e
+	if err != nil {
+		return t, err
+	}
 	n, err := r.Tasks.ReclaimExpired(ctx, now)
+	n += t
 	if err != nil {
 		return n, err
 	}

@@ -44,6 +44,10 @@ type Runner struct {
 	poke chan struct{} // one-slot, coalescing wake-up for the wait
 	now  chan struct{} // one-slot, coalescing: end the wait and pass now (RunNow)
 
+	// passedAt is when the last pass began (the loop goroutine's alone):
+	// a Scheduler's NextPass not after it is spent.
+	passedAt time.Time
+
 	mu sync.Mutex // guards st
 	st cks.SweeperStatus
 
@@ -230,6 +234,7 @@ func (r *Runner) pass(ctx context.Context) {
 		return
 	}
 	start, begin := r.clock.Now(), r.clock.Monotonic()
+	r.passedAt = start
 	count, err := r.sweepOnce(ctx)
 	d := clock.Since(r.clock, begin)
 	if ctx.Err() != nil {
@@ -291,11 +296,20 @@ func (r *Runner) sweepOnce(ctx context.Context) (count int, err error) {
 	return r.sw.SweepOnce(ctx)
 }
 
-// waitInterval waits one interval on the runner's clock, reading the
+// waitInterval waits one interval on the runner's clock (or until the
+// sweeper's NextPass, a Scheduler's, when that is sooner), reading the
 // override early on every wake and once more at the end. It reports whether
 // the loop should run another pass.
 func (r *Runner) waitInterval(ctx context.Context) bool {
-	t := r.clock.NewTimer(r.interval)
+	wait := r.interval
+	if s, ok := r.sw.(Scheduler); ok {
+		// A NextPass the last pass already reached is no reason to pass
+		// again: the interval stands.
+		if at := s.NextPass(); at.After(r.passedAt) {
+			wait = min(wait, max(at.Sub(r.clock.Now()), 0))
+		}
+	}
+	t := r.clock.NewTimer(wait)
 	defer t.Stop()
 	for {
 		select {

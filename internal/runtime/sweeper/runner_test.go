@@ -534,3 +534,41 @@ func TestStandbyRunnerPassesOnlyAsLeader(t *testing.T) {
 		t.Fatalf("as leader: %d calls, status %+v; want one pass, not standby", calls.Load(), st)
 	}
 }
+
+// scheduled is a sweeper that asks for its next pass at a time.
+type scheduled struct {
+	*funcSweeper
+	next time.Time
+}
+
+func (s scheduled) NextPass() time.Time { return s.next }
+
+// TestSchedulerPassesAtItsNextPass: a Scheduler's runner passes at its
+// NextPass when that comes before the end of the interval (the lease
+// reaper at the next attempt deadline), and not before it.
+func TestSchedulerPassesAtItsNextPass(t *testing.T) {
+	c := clock.NewFake(t0())
+	sw := scheduled{funcSweeper: noop("lease_reaper"), next: t0().Add(10 * time.Second)}
+	r, p := newTestRunner(t, sw, Options{Interval: time.Hour, ConfigEnabled: true, Clock: c})
+	mustStart(t, r)
+	p.waitFor(t, r, "the first pass", func(s cks.SweeperStatus) bool { return s.RunCount == 1 })
+	tick(t, c, 10*time.Second-time.Nanosecond)
+	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.RunCount != 1 {
+		t.Fatalf("a pass ran before the sweeper's next pass: %+v", st)
+	}
+	c.Advance(time.Nanosecond)
+	st := p.waitFor(t, r, "the pass at NextPass", func(s cks.SweeperStatus) bool { return s.RunCount == 2 })
+	if want := t0().Add(10 * time.Second); !st.LastRunAt.Equal(want) {
+		t.Fatalf("second pass at %v, want %v (its NextPass, not the interval's end)", st.LastRunAt, want)
+	}
+	// A NextPass already reached is spent: the loop waits its interval.
+	if err := c.WaitArmed(waitCtx(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status(); st.RunCount != 2 {
+		t.Fatalf("passes after a spent NextPass: %+v", st)
+	}
+}

@@ -42,6 +42,14 @@ type Sweeper interface {
 	SweepOnce(ctx context.Context) (count int, err error)
 }
 
+// Scheduler is a Sweeper that knows when it next has work before its
+// interval ends (the lease reaper: the next attempt deadline). Its Runner
+// passes at NextPass when that is sooner than the end of the interval; a
+// zero time is no such moment.
+type Scheduler interface {
+	NextPass() time.Time
+}
+
 // Overrides reads the persistent start/stop override of a sweeper. The store
 // implements it; a nil Overrides means there is no override store and every
 // config-enabled sweeper runs.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/cks-dev/cks"
@@ -21,8 +22,9 @@ const MinOldKept = 4 << 10
 // editChanges is the Changes of the event of edit p of task cur (the row
 // as it was before the edit), whose add_children gave children: each field
 // p sets, in the order of p.Fields, with the value it had and the value p
-// gives it, as the JSON the event stores ("" for none).
-func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task) (string, error) {
+// gives it, as the JSON the event stores ("" for none). runAfter is the
+// task's run_after after the edit.
+func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task, runAfter time.Time) (string, error) {
 	var out []cks.FieldChange
 	for _, f := range p.Fields() {
 		var c cks.FieldChange
@@ -39,6 +41,21 @@ func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task) (stri
 			c = jsonChange(cur.Metadata, p.Metadata)
 		case "priority":
 			c = cks.FieldChange{Old: jsonOf(cur.Priority), New: jsonOf(*p.Priority)}
+		case "expires_at":
+			c = cks.FieldChange{Old: timeJSON(cur.ExpiresAt), New: timeJSON(driver.Time(p.ExpiresAt))}
+		case "run_after", "delay":
+			// The time the task is held back until, before and after
+			// (a delay is recorded as the time it came to).
+			c = cks.FieldChange{Old: timeJSON(cur.RunAfter), New: timeJSON(runAfter)}
+		case "attempt_timeout":
+			d, err := cks.ParseAttemptTimeout("attempt_timeout", p.AttemptTimeout)
+			if err != nil {
+				return "", err
+			}
+			c = cks.FieldChange{Old: jsonOf(cks.FormatDuration(attemptTimeout(cur))), New: jsonOf(cks.FormatDuration(d))}
+			if cur.AttemptTimeoutMs == 0 {
+				c.Old = nil
+			}
 		case "add_depends_on":
 			c.New = jsonOf(p.AddDependsOn)
 		case "remove_depends_on":
@@ -111,4 +128,13 @@ func changesOf(e driver.TaskEventRow) ([]cks.FieldChange, error) {
 		return nil, fmt.Errorf("changes of event %d of task %d: %w", e.EventID, e.TaskID, err)
 	}
 	return out, nil
+}
+
+// timeJSON is t as an event's JSON value (RFC 3339); nil for the zero time
+// (none).
+func timeJSON(t time.Time) json.RawMessage {
+	if t.IsZero() {
+		return nil
+	}
+	return jsonOf(t.UTC().Format(time.RFC3339Nano))
 }

@@ -41,6 +41,12 @@ type Service struct {
 	// unrenewed, as far as the claim's last probe knows
 	// (leaseMayHaveExpired).
 	leasesLiveUntil atomic.Int64
+	// nextDeadline (Unix ns, 0: none) is the next attempt deadline the
+	// last TimeOutAttempts found (NextAttemptDeadline).
+	nextDeadline atomic.Int64
+	// nextExpiry (Unix ns, 0: none) is the next expiry the last
+	// ExpireTasks found (NextExpiry).
+	nextExpiry atomic.Int64
 	// changes wakes waitAbort; nil in a service that never waits.
 	changes Watcher
 	// moves is told of every committed write that moved a task; nil: no
@@ -295,6 +301,14 @@ func toTask(r driver.TaskRow, deps []int64) cks.Task {
 	if r.ParentID != 0 {
 		p := r.ParentID
 		t.ParentID = &p
+	}
+	t.ExpiresAt = r.ExpiresAt
+	if r.AttemptTimeoutMs > 0 {
+		d := attemptTimeout(r)
+		t.AttemptTimeout = cks.Duration(cks.FormatDuration(d))
+		if st := cks.TaskState(r.State); (st == cks.TaskClaimed || st == cks.TaskRunning) && !r.ClaimedAt.IsZero() {
+			t.AttemptDeadline = r.ClaimedAt.Add(d)
+		}
 	}
 	return t
 }

@@ -122,6 +122,11 @@ func startTx(ctx context.Context, ex driver.Executor, now time.Time, cur driver.
 		set: func(r *driver.TaskRow) { r.Restarts++; r.RunAfter = time.Time{} }})
 }
 
+// delayable are the states update's run_after and delay apply to: a task
+// no one has claimed and that no start would release (startTx clears
+// run_after).
+var delayable = [...]cks.TaskState{cks.TaskOpen, cks.TaskWaiting, cks.TaskBlocked}
+
 // update applies p (validated with TaskPatch.Validate) as one
 // operation. STOPPED, OPEN, WAITING, BLOCKED: in place; a dependency
 // edit re-evaluates OPEN/WAITING/BLOCKED as Enqueue would (a STOPPED
@@ -188,6 +193,9 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	switch {
 	case !admits(state, cks.ActionUpdate):
 		return out, fmt.Errorf("task %d is %s (terminal) and cannot be updated: %w", id, state, cks.ErrConflict)
+	case p.Delays() && !slices.Contains(delayable[:], state):
+		return out, fmt.Errorf("task %d is %s: run_after and delay hold back a task no one has claimed (%s); stop it and start it again first: %w",
+			id, state, strings.Join(strs(delayable[:]), ", "), cks.ErrConflict)
 	case running && material:
 		// stop → apply → start in this one transaction: no reader sees STOPPED.
 		out.Path = cks.UpdateRestart
@@ -201,7 +209,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 			return out, err
 		}
 		out.Children = children
-		changes, err := editChanges(cur, p, children)
+		changes, err := editChanges(cur, p, children, applied.RunAfter)
 		if err != nil {
 			return out, err
 		}
@@ -226,7 +234,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	out.Children = children
 	// The edit's own event: who changed which fields, from what to what,
 	// and when.
-	changes, err := editChanges(cur, p, children)
+	changes, err := editChanges(cur, p, children, applied.RunAfter)
 	if err != nil {
 		return out, err
 	}
@@ -373,6 +381,30 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 	}
 	if p.Priority != nil {
 		cur.Priority = *p.Priority
+	}
+	if p.AttemptTimeout != "" {
+		d, err := cks.ParseAttemptTimeout("attempt_timeout", p.AttemptTimeout)
+		if err != nil {
+			return cur, nil, err
+		}
+		cur.AttemptTimeoutMs = d.Milliseconds()
+	}
+	if p.Delays() {
+		if cur.RunAfter, err = delayedUntil(cks.NewTask{RunAfter: p.RunAfter, Delay: p.Delay}, now, "run_after"); err != nil {
+			return cur, nil, err
+		}
+		// A waiting claim learns when the task is now due (the waiting
+		// room reads again): at once, or at its new time.
+		if cks.TaskState(cur.State) == cks.TaskOpen {
+			if err := ex.Notify(ctx, cks.TopicTasksReady); err != nil {
+				return cur, nil, err
+			}
+		}
+	}
+	if !p.ExpiresAt.IsZero() {
+		if cur.ExpiresAt, err = expiresAt(cks.NewTask{ExpiresAt: p.ExpiresAt}, now, cur.RunAfter, "expires_at"); err != nil {
+			return cur, nil, err
+		}
 	}
 	if p.Material() {
 		cur.Revision++

@@ -248,6 +248,14 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		if rows[k].RunAfter, err = delayedUntil(n, now, name(i, "run_after")); err != nil {
 			return nil, err
 		}
+		timeout, err := cks.ParseAttemptTimeout(name(i, "attempt_timeout"), n.AttemptTimeout)
+		if err != nil {
+			return nil, err
+		}
+		rows[k].AttemptTimeoutMs = timeout.Milliseconds()
+		if rows[k].ExpiresAt, err = expiresAt(n, now, rows[k].RunAfter, name(i, "expires_at")); err != nil {
+			return nil, err
+		}
 	}
 	if len(rows) > 0 {
 		inserted, err := ex.TaskInsertMany(ctx, rows)

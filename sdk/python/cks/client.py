@@ -163,17 +163,22 @@ class Client:
         dedupe_once: bool | None = None,
         run_after: str | None = None,
         delay: str | None = None,
+        attempt_timeout: str | None = None,
+        expires_at: str | None = None,
     ) -> dict[str, Any]:
         """Create a task of ``type``; answers ``{"task": {...}, "created": bool}`` (created false: a dedupe_key matched).
         ``run_after`` (RFC 3339, "2026-12-24T18:00:00Z") or ``delay`` ("10m", "24h") makes a delayed task:
-        OPEN with that ``run_after``, claimed by nobody before then."""
+        OPEN with that ``run_after``, claimed by nobody before then. ``attempt_timeout`` ("10m") bounds each
+        attempt: past it the hub ends the attempt (its lease revoked, an abort requested) and retries it
+        or fails the task by max_attempts, reason "timed out after 10m". ``expires_at`` (RFC 3339): a task not
+        completed by then is cancelled."""
         return self.call("create_task", {
             "type": type, "title": title, "description": description,
             "acceptance_criteria": acceptance_criteria, "payload": payload, "metadata": metadata,
             "priority": priority, "max_attempts": max_attempts,
             "depends_on": list(depends_on) if depends_on is not None else None,
             "parent_id": parent_id, "dedupe_key": dedupe_key, "dedupe_once": dedupe_once,
-            "run_after": run_after, "delay": delay,
+            "run_after": run_after, "delay": delay, "attempt_timeout": attempt_timeout, "expires_at": expires_at,
         })
 
     def get_task(self, task_id: int) -> dict[str, Any]:
@@ -200,7 +205,7 @@ class Client:
                          timeout=self.timeout + _seconds(deadline))
 
     def update_task(self, task_id: int, **patch: Any) -> dict[str, Any]:
-        """Edit the task (title, description, acceptance_criteria, payload, priority…); answers ``{"task", "path", ...}``."""
+        """Edit the task (title, description, acceptance_criteria, payload, priority, attempt_timeout…); answers ``{"task", "path", ...}``."""
         return self.call("update_task", {"task_id": task_id, **patch},
                          timeout=self.timeout + _seconds(patch.get("deadline")))
 

@@ -44,6 +44,27 @@ class ClientTest(unittest.TestCase):
             self.client.create_task(t, run_after="tomorrow")
         self.assertEqual(cm.exception.field, "run_after")
 
+    def test_attempt_timeout(self) -> None:
+        t = unique("sdk-timeout")
+        task = self.client.create_task(t, attempt_timeout="10m")["task"]
+        self.assertEqual(task["attempt_timeout"], "10m")
+        updated = self.client.update_task(task["task_id"], attempt_timeout="1h30m")
+        self.assertEqual(updated["task"]["attempt_timeout"], "1h30m")
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.create_task(t, attempt_timeout="0s")
+        self.assertEqual(cm.exception.field, "attempt_timeout")
+
+    def test_expires_at(self) -> None:
+        t = unique("sdk-expires")
+        import datetime
+
+        soon = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+        task = self.client.create_task(t, expires_at=soon.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.assertEqual(task["task"]["state"], "OPEN")
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.create_task(t, expires_at="2001-01-01T00:00:00Z")
+        self.assertEqual(cm.exception.field, "expires_at")
+
     def test_not_found(self) -> None:
         with self.assertRaises(NotFound) as cm:
             self.client.get_task(10**12)

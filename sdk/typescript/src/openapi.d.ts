@@ -364,7 +364,7 @@ export interface paths {
         put?: never;
         /**
          * enqueue a task (201; 200 with created false on a dedupe hit)
-         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
+         * @description Enqueue a task for agents to claim. It starts OPEN, or WAITING until every task in depends_on is COMPLETED. With run_after or delay it is a delayed task: OPEN (or WAITING) with that run_after, claimed by nobody before then, and a waiting claim (wait_s) hears of it the moment it is due. With attempt_timeout each attempt is ended by the ledger once it has run that long, however alive its agent; with expires_at the task is cancelled if it is not completed by then. Its creator (created_by, the creation event's actor) is the caller. With a dedupe_key that a live task already has, that task is returned with created=false instead (a conflict, naming no task, when the caller may not read it). A dependency that does not exist, or that the caller may not read, is an invalid_argument error naming depends_on (the same for both). Needs create on /tasks, or on /tasks/P for a child of P (parent_id P).
          */
         post: operations["create_task"];
         delete?: never;
@@ -552,7 +552,7 @@ export interface paths {
         head?: never;
         /**
          * edit a task as one operation (path in_place, live or stop_apply_start)
-         * @description Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, remove_depends_on, add_children, cancel_children) bump revision; title, priority and metadata do not. A STOPPED, OPEN, WAITING or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live (path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would close a cycle is an invalid_argument error, and any error changes nothing. Needs update on /tasks/{task_id}.
+         * @description Edit a task as one operation. Material fields (description, acceptance_criteria, payload, add_depends_on, remove_depends_on, add_children, cancel_children) bump revision; title, priority, metadata, attempt_timeout, run_after, delay and expires_at do not. run_after and delay apply to a task no one has claimed (OPEN, WAITING, BLOCKED; any other state is a conflict), and a claim that waits hears at once of a task they made due. A STOPPED, OPEN, WAITING or BLOCKED task is edited in place (path in_place). A CLAIMED or RUNNING task is never edited under its executor: a material edit stops it, applies the edit and starts it again below this call, so nobody observes the middle (path stop_apply_start; abort says whether the old executor confirmed within deadline when wait is set); a non-material one applies live (path live). NEEDS_INPUT, NEEDS_REVIEW and REVIEWING tasks take only non-material edits (stop them first); terminal tasks none. A dependency that does not exist, that the caller may not read (answered as one that does not exist) or that would close a cycle is an invalid_argument error, and any error changes nothing. Needs update on /tasks/{task_id}.
          */
         patch: operations["update_task"];
         trace?: never;
@@ -1182,6 +1182,10 @@ export interface components {
             actions?: null | string[];
             /** @description the operator's answer to its question */
             answer?: string;
+            /** @description while an attempt with a timeout runs: when the ledger ends it (claimed_at + attempt_timeout) */
+            attempt_deadline?: string;
+            /** @description the longest an attempt may run from its claim (10m); absent for none */
+            attempt_timeout?: string;
             /** @description claims of the task not given back (a question does not burn one) */
             attempts: number;
             /** @description how many children it has (get_task only; absent when none) */
@@ -1206,6 +1210,8 @@ export interface components {
             description?: string;
             /** @description the task's history, oldest first (get_task only) */
             events?: null | components["schemas"]["TaskEvent"][];
+            /** @description when the task, not completed by then, is cancelled; absent for never */
+            expires_at?: string;
             /** @description every earlier attempt, oldest first, aborted ones included (get_task only) */
             history?: null | components["schemas"]["AttemptView"][];
             /** @description the task's most recent abort request, if any */
@@ -1238,7 +1244,7 @@ export interface components {
             review_note?: string;
             /** @description the task's revision, from 1, bumped by every material edit: re-derive work from the latest */
             revision: number;
-            /** @description a retried task is held back from claims until then */
+            /** @description a delayed or retried task is held back from claims until then */
             run_after?: string;
             /** @description the task's state (OPEN, CLAIMED, RUNNING, NEEDS_INPUT, NEEDS_REVIEW, STOPPED, COMPLETED, FAILED, CANCELLED, WAITING, BLOCKED) */
             state: string;
@@ -1400,6 +1406,8 @@ export interface components {
         NewTask: {
             /** @description how to tell it is done */
             acceptance_criteria?: string;
+            /** @description the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason "timed out after 10m" */
+            attempt_timeout?: string;
             /** @description when a live task has this key it is returned instead of creating another */
             dedupe_key?: string;
             /** @description with dedupe_key: a finished task with the key counts too, so the key is used at most once ever */
@@ -1410,6 +1418,11 @@ export interface components {
             depends_on?: null | number[];
             /** @description what to do */
             description?: string;
+            /**
+             * Format: date-time
+             * @description a task not completed by this time (RFC 3339; in the future, after run_after, at most a year and a day ahead) is cancelled by the lease reaper, reason "expired: not completed by TIME" (a running attempt aborted as a cancel's)
+             */
+            expires_at?: string;
             /**
              * @description attempts before the task is dead-lettered as FAILED (default 3)
              * @default 3
@@ -1649,6 +1662,7 @@ export interface components {
         Session: {
             /** @description when it was created */
             created_at: string;
+            /** @description when the task, not completed by then, is cancelled; absent for never */
             expires_at: string;
             id: string;
             principal_id: string;
@@ -1747,6 +1761,10 @@ export interface components {
             actions?: null | string[];
             /** @description the operator's answer to its question */
             answer?: string;
+            /** @description while an attempt with a timeout runs: when the ledger ends it (claimed_at + attempt_timeout) */
+            attempt_deadline?: string;
+            /** @description the longest an attempt may run from its claim (10m); absent for none */
+            attempt_timeout?: string;
             /** @description claims of the task not given back (a question does not burn one) */
             attempts: number;
             /** @description how many children it has (get_task only; absent when none) */
@@ -1771,6 +1789,8 @@ export interface components {
             description?: string;
             /** @description the task's history, oldest first (get_task only) */
             events?: null | components["schemas"]["TaskEvent"][];
+            /** @description when the task, not completed by then, is cancelled; absent for never */
+            expires_at?: string;
             /** @description every earlier attempt, oldest first, aborted ones included (get_task only) */
             history?: null | components["schemas"]["AttemptView"][];
             /** @description the task's most recent abort request, if any */
@@ -1801,7 +1821,7 @@ export interface components {
             review_note?: string;
             /** @description the task's revision, from 1, bumped by every material edit: re-derive work from the latest */
             revision: number;
-            /** @description a retried task is held back from claims until then */
+            /** @description a delayed or retried task is held back from claims until then */
             run_after?: string;
             /** @description the task's state (OPEN, CLAIMED, RUNNING, NEEDS_INPUT, NEEDS_REVIEW, STOPPED, COMPLETED, FAILED, CANCELLED, WAITING, BLOCKED) */
             state: string;
@@ -1970,12 +1990,21 @@ export interface components {
             add_children?: null | components["schemas"]["NewTask"][];
             /** @description tasks to add as dependencies; each must exist and must not close a cycle (material) */
             add_depends_on?: null | number[];
+            /** @description new attempt timeout, such as 10m (1s to 168h; not material: a running attempt's deadline becomes its claim plus this) */
+            attempt_timeout?: string;
             /** @description children of this task to cancel (material) */
             cancel_children?: null | number[];
             /** @description how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s) */
             deadline?: string;
+            /** @description run_after as a duration from now, such as 10m (not with run_after; not material) */
+            delay?: string;
             /** @description new description (material) */
             description?: null | string;
+            /**
+             * Format: date-time
+             * @description new expiry: the task, not completed by then, is cancelled (RFC 3339; in the future, after run_after; not material)
+             */
+            expires_at?: string;
             /** @description replaces the task's metadata, a JSON object (not material) */
             metadata?: Record<string, never>;
             /** @description new payload, any JSON value (material) */
@@ -1984,6 +2013,11 @@ export interface components {
             priority?: null | number;
             /** @description dependencies to remove (material) */
             remove_depends_on?: null | number[];
+            /**
+             * Format: date-time
+             * @description hold the task back from claims until this time, as create_task's (RFC 3339; a past time makes it claimable now); an OPEN, WAITING or BLOCKED task only (not material)
+             */
+            run_after?: string;
             /** @description new title (not material) */
             title?: null | string;
             /** @description wait up to the deadline for the executor's confirmation (default true); false answers at once with the abort pending */

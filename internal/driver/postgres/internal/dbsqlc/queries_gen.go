@@ -140,6 +140,8 @@ type CksOutboxTask struct {
 	UpdatedAt          time.Time
 	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
 }
 
 // CksPausedType is a row of cks_paused_types.
@@ -1751,7 +1753,7 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata)
+    metadata, attempt_timeout_ms, expires_at)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
     u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
@@ -1759,7 +1761,7 @@ SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, 
     NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
     NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
     u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    u.metadata::jsonb
+    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
 FROM (SELECT
     unnest($1::text[]) AS type,
     unnest($2::text[]) AS title,
@@ -1790,8 +1792,10 @@ FROM (SELECT
     unnest($27::timestamptz[]) AS created_at,
     unnest($28::timestamptz[]) AS updated_at,
     unnest($29::timestamptz[]) AS state_changed_at,
-    unnest($30::text[]) AS metadata) AS u
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
+    unnest($30::text[]) AS metadata,
+    unnest($31::bigint[]) AS attempt_timeout_ms,
+    unnest($32::timestamptz[]) AS expires_at) AS u
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at
 `
 
 type TaskInsertManyParams struct {
@@ -1825,10 +1829,12 @@ type TaskInsertManyParams struct {
 	UpdatedAts          []time.Time
 	StateChangedAts     []time.Time
 	Metadatas           []string
+	AttemptTimeoutMss   []int64
+	ExpiresAts          []time.Time
 }
 
 func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertManyParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, TaskInsertMany, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.CreatedAts, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas)
+	rows, err := db.Query(ctx, TaskInsertMany, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.CreatedAts, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts)
 	if err != nil {
 		return nil, err
 	}
@@ -1836,7 +1842,7 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -1850,16 +1856,17 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 const TaskInsertManyNew = `-- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata)
+    state_changed_at, metadata, attempt_timeout_ms)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
-    $1, $1, $1, u.metadata::jsonb
+    $1, $1, $1, u.metadata::jsonb, u.attempt_timeout_ms
 FROM ROWS FROM (unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
     unnest($5::text[]), unnest($6::text[]), unnest($7::text[]),
     unnest($8::int[]), unnest($9::int[]), unnest($10::bigint[]),
-    unnest($11::text[]), unnest($12::text[]), unnest($13::text[]))
+    unnest($11::text[]), unnest($12::text[]), unnest($13::text[]),
+    unnest($14::bigint[]))
     AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
-        parent_id, dedupe_key, created_by, metadata)
+        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms)
 RETURNING task_id, payload, metadata
 `
 
@@ -1877,6 +1884,7 @@ type TaskInsertManyNewParams struct {
 	DedupeKeys          []string
 	CreatedBys          []string
 	Metadatas           []string
+	AttemptTimeoutMss   []int64
 }
 
 type TaskInsertManyNewRow struct {
@@ -1890,13 +1898,14 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata)
+    metadata, attempt_timeout_ms, expires_at)
 VALUES ($1, $2, $3, $4, $5::jsonb, $6,
     $7, $8, $9, $10, $11, $12, $13, $14,
     $15, $16, $17, $18,
     $19, $20, $21, $22, $23, $24,
-    $25, $26, $27, $28, $29, $30::jsonb)
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata
+    $25, $26, $27, $28, $29, $30::jsonb,
+    $31, $32)
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at
 `
 
 type TaskInsertParams struct {
@@ -1930,30 +1939,32 @@ type TaskInsertParams struct {
 	UpdatedAt          time.Time
 	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
 }
 
 // One row: plain parameters, cheaper for Postgres than one-element arrays.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata)
+	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt)
 	var i CksOutboxTask
-	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata)
+	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt)
 	return i, err
 }
 
 const TaskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 
 `
 
 const TaskGetForUpdate = `-- name: TaskGetForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
 `
 
 const TaskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetForShare = `-- name: TaskGetForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
 `
 
 const TaskChildren = `-- name: TaskChildren :many
@@ -2002,22 +2013,22 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent int64) (in
 }
 
 const TaskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 
 `
 
 const TaskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE
 `
 
 const TaskGetManyForUpdateSkip = `-- name: TaskGetManyForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetManyForShare = `-- name: TaskGetManyForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR SHARE
 `
 
@@ -2034,7 +2045,8 @@ UPDATE cks_outbox_tasks t SET
     result = u.result, last_error = u.last_error, question = u.question, answer = u.answer,
     review_note = u.review_note, updated_at = u.updated_at,
     state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    metadata = u.metadata::jsonb
+    metadata = u.metadata::jsonb, attempt_timeout_ms = u.attempt_timeout_ms,
+    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
 FROM (SELECT
     unnest($1::bigint[]) AS task_id,
     unnest($2::text[]) AS title,
@@ -2063,7 +2075,9 @@ FROM (SELECT
     unnest($25::text[]) AS review_note,
     unnest($26::timestamptz[]) AS updated_at,
     unnest($27::timestamptz[]) AS state_changed_at,
-    unnest($28::text[]) AS metadata) AS u
+    unnest($28::text[]) AS metadata,
+    unnest($29::bigint[]) AS attempt_timeout_ms,
+    unnest($30::timestamptz[]) AS expires_at) AS u
 WHERE t.task_id = u.task_id
 `
 
@@ -2096,11 +2110,13 @@ type TaskUpdateManyParams struct {
 	UpdatedAts          []time.Time
 	StateChangedAts     []time.Time
 	Metadatas           []string
+	AttemptTimeoutMss   []int64
+	ExpiresAts          []time.Time
 }
 
 // Every column but task_id, type, created_at and created_by, by primary key.
 func (q *Queries) TaskUpdateMany(ctx context.Context, db DBTX, arg TaskUpdateManyParams) (int64, error) {
-	result, err := db.Exec(ctx, TaskUpdateMany, arg.TaskIds, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas)
+	result, err := db.Exec(ctx, TaskUpdateMany, arg.TaskIds, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts)
 	if err != nil {
 		return 0, err
 	}
@@ -2118,8 +2134,9 @@ UPDATE cks_outbox_tasks SET
     lease_ms = $18, run_after = $19, result = $20,
     last_error = $21, question = $22, answer = $23, review_note = $24,
     updated_at = $25, state_changed_at = $26,
-    metadata = $27::jsonb
-WHERE task_id = $28
+    metadata = $27::jsonb, attempt_timeout_ms = $28,
+    expires_at = $29
+WHERE task_id = $30
 `
 
 type TaskUpdateParams struct {
@@ -2150,12 +2167,14 @@ type TaskUpdateParams struct {
 	UpdatedAt          time.Time
 	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
 	TaskID             int64
 }
 
 // One row, by primary key (as TaskInsert, plain parameters).
 func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams) (int64, error) {
-	result, err := db.Exec(ctx, TaskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.TaskID)
+	result, err := db.Exec(ctx, TaskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.TaskID)
 	if err != nil {
 		return 0, err
 	}
@@ -2313,7 +2332,7 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 }
 
 const TaskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     
     AND (run_after IS NULL OR run_after <= $3)
@@ -2331,7 +2350,7 @@ type TaskClaimableParams struct {
 }
 
 const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
@@ -2351,7 +2370,7 @@ type TaskClaimableOfTypeParams struct {
 }
 
 const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
@@ -2395,9 +2414,9 @@ WITH locked AS (
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2452,6 +2471,8 @@ type TaskClaimRow struct {
 	UpdatedAt          time.Time
 	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
 	DependsOn          []int64
 }
 
@@ -2482,9 +2503,9 @@ WITH locked AS (
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2540,6 +2561,8 @@ type TaskClaimOfTypeRow struct {
 	UpdatedAt          time.Time
 	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
 	DependsOn          []int64
 }
 
@@ -2569,9 +2592,9 @@ WITH locked AS (
         updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2627,11 +2650,13 @@ type TaskClaimOfTypesRow struct {
 	UpdatedAt          time.Time
 	StateChangedAt     pgtype.Timestamptz
 	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
 	DependsOn          []int64
 }
 
 const TaskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state = ANY($1::text[]) AND state <> ALL($2::text[])
     AND lease_expires_at <= $3
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= $4)
@@ -2648,8 +2673,31 @@ type TaskLeaseExpiredParams struct {
 	Limit         int32
 }
 
+const TaskAttemptsTimed = `-- name: TaskAttemptsTimed :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
+    AND state = ANY($1::text[]) AND claimed_at <= $2
+    AND task_id > $3
+ORDER BY task_id
+LIMIT $4
+`
+
+type TaskAttemptsTimedParams struct {
+	States        []string
+	ClaimedBefore pgtype.Timestamptz
+	After         int64
+	Limit         int32
+}
+
+const TaskExpiring = `-- name: TaskExpiring :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
+ORDER BY expires_at, task_id
+LIMIT $1
+`
+
 const TaskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -2679,7 +2727,7 @@ type TaskListParams struct {
 }
 
 const TaskListForUpdate = `-- name: TaskListForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -2709,7 +2757,7 @@ type TaskListForUpdateParams struct {
 }
 
 const TaskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
     
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -2740,7 +2788,7 @@ type TaskListIDDescParams struct {
 }
 
 const TaskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-infinity'::timestamptz
         ELSE $2::timestamptz END, $1::bigint)
     
@@ -2773,7 +2821,7 @@ type TaskListUpdatedParams struct {
 }
 
 const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'infinity'::timestamptz
         ELSE $2::timestamptz END,
         CASE WHEN $1::bigint = 0 THEN 9223372036854775807 ELSE $1::bigint END)
@@ -2808,7 +2856,7 @@ type TaskListUpdatedDescParams struct {
 }
 
 const TaskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR priority < $2::integer
         OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
     
@@ -3090,7 +3138,7 @@ ORDER BY task_id, depends_on
 `
 
 const TaskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3103,7 +3151,7 @@ type TaskDependantsParams struct {
 }
 
 const TaskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3116,7 +3164,7 @@ type TaskDependantsForUpdateParams struct {
 }
 
 const TaskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3129,7 +3177,7 @@ type TaskDependantsForUpdateSkipParams struct {
 }
 
 const TaskDependantsForShare = `-- name: TaskDependantsForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id

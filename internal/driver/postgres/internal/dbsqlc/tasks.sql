@@ -11,7 +11,7 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata)
+    metadata, attempt_timeout_ms, expires_at)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
     u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
@@ -19,7 +19,7 @@ SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, 
     NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
     NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
     u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    u.metadata::jsonb
+    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
 FROM (SELECT
     unnest(@types::text[]) AS type,
     unnest(@titles::text[]) AS title,
@@ -50,7 +50,9 @@ FROM (SELECT
     unnest(@created_ats::timestamptz[]) AS created_at,
     unnest(@updated_ats::timestamptz[]) AS updated_at,
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
-    unnest(@metadatas::text[]) AS metadata) AS u
+    unnest(@metadatas::text[]) AS metadata,
+    unnest(@attempt_timeout_mss::bigint[]) AS attempt_timeout_ms,
+    unnest(@expires_ats::timestamptz[]) AS expires_at) AS u
 RETURNING *;
 
 -- New tasks, as the ledger's enqueue makes them: the columns a task is
@@ -61,16 +63,17 @@ RETURNING *;
 -- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata)
+    state_changed_at, metadata, attempt_timeout_ms)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
-    @created_at, @created_at, @created_at, u.metadata::jsonb
+    @created_at, @created_at, @created_at, u.metadata::jsonb, u.attempt_timeout_ms
 FROM ROWS FROM (unnest(@types::text[]), unnest(@titles::text[]), unnest(@descriptions::text[]),
     unnest(@acceptance_criterias::text[]), unnest(@payloads::text[]), unnest(@states::text[]),
     unnest(@priorities::int[]), unnest(@max_attemptss::int[]), unnest(@parent_ids::bigint[]),
-    unnest(@dedupe_keys::text[]), unnest(@created_bys::text[]), unnest(@metadatas::text[]))
+    unnest(@dedupe_keys::text[]), unnest(@created_bys::text[]), unnest(@metadatas::text[]),
+    unnest(@attempt_timeout_mss::bigint[]))
     AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
-        parent_id, dedupe_key, created_by, metadata)
+        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms)
 RETURNING task_id, payload, metadata;
 
 -- One row: plain parameters, cheaper for Postgres than one-element arrays.
@@ -79,12 +82,13 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata)
+    metadata, attempt_timeout_ms, expires_at)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload::jsonb, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, sqlc.narg(parent_id), @dedupe_key, @created_by,
     @claimed_by, sqlc.narg(claimed_at), @lease_token_hash, sqlc.narg(lease_expires_at),
     sqlc.narg(lease_renewed_at), @lease_ms, sqlc.narg(run_after), @result, @last_error, @question,
-    @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb)
+    @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb,
+    @attempt_timeout_ms, sqlc.narg(expires_at))
 RETURNING *;
 
 -- One id: a plain parameter. With an array Postgres plans every execution
@@ -126,7 +130,8 @@ UPDATE cks_outbox_tasks t SET
     result = u.result, last_error = u.last_error, question = u.question, answer = u.answer,
     review_note = u.review_note, updated_at = u.updated_at,
     state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    metadata = u.metadata::jsonb
+    metadata = u.metadata::jsonb, attempt_timeout_ms = u.attempt_timeout_ms,
+    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
 FROM (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
     unnest(@titles::text[]) AS title,
@@ -155,7 +160,9 @@ FROM (SELECT
     unnest(@review_notes::text[]) AS review_note,
     unnest(@updated_ats::timestamptz[]) AS updated_at,
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
-    unnest(@metadatas::text[]) AS metadata) AS u
+    unnest(@metadatas::text[]) AS metadata,
+    unnest(@attempt_timeout_mss::bigint[]) AS attempt_timeout_ms,
+    unnest(@expires_ats::timestamptz[]) AS expires_at) AS u
 WHERE t.task_id = u.task_id;
 
 -- One row, by primary key (as TaskInsert, plain parameters).
@@ -170,7 +177,8 @@ UPDATE cks_outbox_tasks SET
     lease_ms = @lease_ms, run_after = sqlc.narg(run_after), result = @result,
     last_error = @last_error, question = @question, answer = @answer, review_note = @review_note,
     updated_at = @updated_at, state_changed_at = sqlc.narg(state_changed_at),
-    metadata = @metadata::jsonb
+    metadata = @metadata::jsonb, attempt_timeout_ms = @attempt_timeout_ms,
+    expires_at = sqlc.narg(expires_at)
 WHERE task_id = @task_id;
 
 -- A state move, written narrowly: only the columns a move of the
@@ -334,6 +342,28 @@ WHERE state = ANY(@states::text[]) AND state <> ALL(@excluded::text[])
 ORDER BY task_id
 LIMIT @limit
 FOR UPDATE SKIP LOCKED;
+
+-- The running attempts that have a timeout, claimed by a time, by id
+-- (idx_outbox_tasks_timed: only leased tasks with a timeout), unlocked:
+-- the lease reaper computes each deadline (claimed_at + the timeout) and
+-- locks only the overdue ones.
+-- name: TaskAttemptsTimed :many
+SELECT * FROM cks_outbox_tasks
+WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
+    AND state = ANY(@states::text[]) AND claimed_at <= @claimed_before
+    AND task_id > @after
+ORDER BY task_id
+LIMIT @limit;
+
+-- The tasks that expire and have not ended, by expiry, unlocked
+-- (idx_outbox_tasks_expiring, whose WHERE the query names as written):
+-- the lease reaper cancels those whose time came and learns when the next
+-- one's comes.
+-- name: TaskExpiring :many
+SELECT * FROM cks_outbox_tasks
+WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
+ORDER BY expires_at, task_id
+LIMIT @limit;
 
 -- The filters of the task listings and counts: an empty @states or @types
 -- selects every state or type; a null @state_changed_before no time, an

@@ -138,6 +138,8 @@ type CksOutboxTask struct {
 	UpdatedAt          string
 	StateChangedAt     *string
 	Metadata           string
+	AttemptTimeoutMs   int64
+	ExpiresAt          *string
 }
 
 // CksPausedType is a row of cks_paused_types.
@@ -2158,12 +2160,12 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata)
+    metadata, attempt_timeout_ms, expires_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
     ?15, ?16, ?17, ?18, ?19, ?20, ?21,
     ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-    ?30)
+    ?30, ?31, ?32)
 `
 
 type TaskInsertParams struct {
@@ -2197,6 +2199,8 @@ type TaskInsertParams struct {
 	UpdatedAt          string
 	StateChangedAt     *string
 	Metadata           string
+	AttemptTimeoutMs   int64
+	ExpiresAt          *string
 }
 
 // The inserts return no row, only the id (the glue reads it as the last
@@ -2204,7 +2208,7 @@ type TaskInsertParams struct {
 // so the row as stored is the row sent, and reading its 30 columns back
 // (RETURNING *) was most of an insert's cost.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata)
+	result, err := db.ExecContext(ctx, taskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt)
 	if err != nil {
 		return 0, err
 	}
@@ -2214,10 +2218,10 @@ func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams)
 const taskInsertNew = `-- name: TaskInsertNew :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata)
+    state_changed_at, metadata, attempt_timeout_ms)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11, ?12, ?12,
-    ?12, ?13)
+    ?12, ?13, ?14)
 `
 
 type TaskInsertNewParams struct {
@@ -2234,6 +2238,7 @@ type TaskInsertNewParams struct {
 	CreatedBy          string
 	CreatedAt          string
 	Metadata           string
+	AttemptTimeoutMs   int64
 }
 
 // A new task, as the ledger's enqueue makes it: the columns a task is
@@ -2241,7 +2246,7 @@ type TaskInsertNewParams struct {
 // other one its default (no attempt, lease, outcome or schedule, the first
 // revision). Half of TaskInsert's parameters.
 func (q *Queries) TaskInsertNew(ctx context.Context, db DBTX, arg TaskInsertNewParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskInsertNew, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.MaxAttempts, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.CreatedAt, arg.Metadata)
+	result, err := db.ExecContext(ctx, taskInsertNew, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.MaxAttempts, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.CreatedAt, arg.Metadata, arg.AttemptTimeoutMs)
 	if err != nil {
 		return 0, err
 	}
@@ -2297,7 +2302,7 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent *int64) (i
 }
 
 const taskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY task_id
 `
@@ -2312,7 +2317,7 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids string) ([]CksOu
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2327,7 +2332,7 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids string) ([]CksOu
 }
 
 const taskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks WHERE task_id = ?1
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ?1
 `
 
 // One id: a plain key lookup is cheaper than the JSON list.
@@ -2340,7 +2345,7 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutb
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2364,8 +2369,8 @@ UPDATE cks_outbox_tasks SET
     lease_renewed_at = ?17, lease_ms = ?18, run_after = ?19,
     result = ?20, last_error = ?21, question = ?22, answer = ?23,
     review_note = ?24, updated_at = ?25, state_changed_at = ?26,
-    metadata = ?27
-WHERE task_id = ?28
+    metadata = ?27, attempt_timeout_ms = ?28, expires_at = ?29
+WHERE task_id = ?30
 `
 
 type TaskUpdateParams struct {
@@ -2396,12 +2401,14 @@ type TaskUpdateParams struct {
 	UpdatedAt          string
 	StateChangedAt     *string
 	Metadata           string
+	AttemptTimeoutMs   int64
+	ExpiresAt          *string
 	TaskID             int64
 }
 
 // Every column but task_id, type, created_at and created_by.
 func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.TaskID)
+	result, err := db.ExecContext(ctx, taskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.TaskID)
 	if err != nil {
 		return 0, err
 	}
@@ -2487,7 +2494,7 @@ func (q *Queries) TaskClaimMove(ctx context.Context, db DBTX, arg TaskClaimMoveP
 }
 
 const taskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND (CAST(?3 AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (run_after IS NULL OR run_after <= ?5)
@@ -2514,7 +2521,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2529,7 +2536,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 }
 
 const taskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND type = ?3
     AND (run_after IS NULL OR run_after <= ?4)
@@ -2555,7 +2562,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2570,7 +2577,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 }
 
 const taskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
 WHERE state IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
     AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND lease_expires_at <= ?3
@@ -2600,7 +2607,85 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskAttemptsTimed = `-- name: TaskAttemptsTimed :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_timed
+WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
+    AND state IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+    AND claimed_at <= ?2
+    AND task_id > ?3
+ORDER BY task_id
+LIMIT ?4
+`
+
+type TaskAttemptsTimedParams struct {
+	States        string
+	ClaimedBefore *string
+	After         int64
+	Limit         int64
+}
+
+// The running attempts that have a timeout, claimed by a time, by id
+// (idx_outbox_tasks_timed, whose WHERE the query names as written: only
+// leased tasks with a timeout), unlocked: the lease reaper computes each
+// deadline (claimed_at + the timeout) and locks only the overdue ones.
+func (q *Queries) TaskAttemptsTimed(ctx context.Context, db DBTX, arg TaskAttemptsTimedParams) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskAttemptsTimed, arg.States, arg.ClaimedBefore, arg.After, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskExpiring = `-- name: TaskExpiring :many
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_expiring
+WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
+ORDER BY expires_at, task_id
+LIMIT ?1
+`
+
+// The tasks that expire and have not ended, by expiry, unlocked
+// (idx_outbox_tasks_expiring, whose WHERE the query names as written):
+// the lease reaper cancels those whose time came and learns when the next
+// one's comes.
+func (q *Queries) TaskExpiring(ctx context.Context, db DBTX, limit int64) ([]CksOutboxTask, error) {
+	rows, err := db.QueryContext(ctx, taskExpiring, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksOutboxTask
+	for rows.Next() {
+		var i CksOutboxTask
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2615,7 +2700,7 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 }
 
 const taskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > ?1
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
@@ -2660,7 +2745,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2675,7 +2760,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 }
 
 const taskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?1 AS INTEGER))
     
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
@@ -2721,7 +2806,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2736,7 +2821,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 }
 
 const taskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '' ELSE CAST(?2 AS TEXT) END,
         CAST(?1 AS INTEGER))
     
@@ -2784,7 +2869,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2799,7 +2884,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 }
 
 const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '9999' ELSE CAST(?2 AS TEXT) END,
         CASE WHEN CAST(?1 AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(?1 AS INTEGER) END)
     
@@ -2848,7 +2933,7 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2863,7 +2948,7 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 }
 
 const taskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
         OR (priority = CAST(?2 AS INTEGER) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
     
@@ -2911,7 +2996,7 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3015,7 +3100,7 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 }
 
 const taskListInState = `-- name: TaskListInState :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND cks_outbox_tasks.task_id > ?2
 AND (json_array_length(CAST(?3 AS TEXT)) = 0
@@ -3057,7 +3142,7 @@ func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInSt
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3072,7 +3157,7 @@ func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInSt
 }
 
 const taskListInStateDesc = `-- name: TaskListInStateDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND (CAST(?2 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?2 AS INTEGER))
     
@@ -3115,7 +3200,7 @@ func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskList
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3389,7 +3474,7 @@ func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids string) 
 }
 
 const taskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
 WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
         WHERE d.depends_on IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
     AND +state = CAST(?2 AS TEXT)
@@ -3414,7 +3499,7 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

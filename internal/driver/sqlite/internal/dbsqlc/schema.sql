@@ -73,7 +73,9 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     state_changed_at TEXT,
-    metadata TEXT NOT NULL DEFAULT '{}'
+    metadata TEXT NOT NULL DEFAULT '{}',
+    attempt_timeout_ms INTEGER NOT NULL DEFAULT 0,
+    expires_at TEXT
 );
 
 CREATE TABLE IF NOT EXISTS cks_task_deps (
@@ -254,6 +256,12 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_claim_open ON cks_outbox_tasks(state
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_lease_expires ON cks_outbox_tasks(lease_expires_at)
 	WHERE lease_expires_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_timed ON cks_outbox_tasks(task_id)
+	WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_expiring ON cks_outbox_tasks(expires_at, task_id)
+	WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED');
 
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_at, task_id);
 

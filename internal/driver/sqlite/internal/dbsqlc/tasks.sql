@@ -14,12 +14,12 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata)
+    metadata, attempt_timeout_ms, expires_at)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, @parent_id, @dedupe_key, @created_by,
     @claimed_by, @claimed_at, @lease_token_hash, @lease_expires_at, @lease_renewed_at, @lease_ms, @run_after,
     @result, @last_error, @question, @answer, @review_note, @created_at, @updated_at, @state_changed_at,
-    @metadata);
+    @metadata, @attempt_timeout_ms, @expires_at);
 
 -- A new task, as the ledger's enqueue makes it: the columns a task is
 -- created with (created, updated and state-changed at one time), every
@@ -28,10 +28,10 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
 -- name: TaskInsertNew :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata)
+    state_changed_at, metadata, attempt_timeout_ms)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @max_attempts, @parent_id, @dedupe_key, @created_by, @created_at, @created_at,
-    @created_at, @metadata);
+    @created_at, @metadata, @attempt_timeout_ms);
 
 -- The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
 -- name: TaskChildren :many
@@ -64,7 +64,7 @@ UPDATE cks_outbox_tasks SET
     lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
     result = @result, last_error = @last_error, question = @question, answer = @answer,
     review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at,
-    metadata = @metadata
+    metadata = @metadata, attempt_timeout_ms = @attempt_timeout_ms, expires_at = @expires_at
 WHERE task_id = @task_id;
 
 -- A state move, written narrowly: only the columns a move of the
@@ -144,6 +144,29 @@ WHERE state IN (SELECT value FROM json_each(CAST(@states AS TEXT)))
     AND lease_expires_at <= @expired_at
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= @renewed_before)
 ORDER BY task_id
+LIMIT @limit;
+
+-- The running attempts that have a timeout, claimed by a time, by id
+-- (idx_outbox_tasks_timed, whose WHERE the query names as written: only
+-- leased tasks with a timeout), unlocked: the lease reaper computes each
+-- deadline (claimed_at + the timeout) and locks only the overdue ones.
+-- name: TaskAttemptsTimed :many
+SELECT * FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_timed
+WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
+    AND state IN (SELECT value FROM json_each(CAST(@states AS TEXT)))
+    AND claimed_at <= @claimed_before
+    AND task_id > @after
+ORDER BY task_id
+LIMIT @limit;
+
+-- The tasks that expire and have not ended, by expiry, unlocked
+-- (idx_outbox_tasks_expiring, whose WHERE the query names as written):
+-- the lease reaper cancels those whose time came and learns when the next
+-- one's comes.
+-- name: TaskExpiring :many
+SELECT * FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_expiring
+WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
+ORDER BY expires_at, task_id
 LIMIT @limit;
 
 -- The filters of the task listings and counts (but the state): an empty
