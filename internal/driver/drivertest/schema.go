@@ -168,7 +168,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // history and the alive instances, the children index of the retention
 // sweeper (issue 26), the sweepers' passes (issue 24: their table, key and
 // indexes), the reporter of a process (issue 41), the agent credential of
-// a task's lease (issue 41); and for what was retired since (Retired,
+// a task's lease (issue 41), the schedules (issue 42: their table and
+// key); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -182,7 +183,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_task_events|changes|", "column|cks_task_events|claimed_at|", "column|cks_task_events|started_at|",
 		"column|cks_task_events|worker|", "column|cks_outbox_tasks|agent_token_hash|",
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_",
-		"column|cks_sweeper_passes|", "constraint|cks_sweeper_passes|", "index|cks_sweeper_passes_", "index|idx_sweeper_passes_"}, s.Added...)...)
+		"column|cks_sweeper_passes|", "constraint|cks_sweeper_passes|", "index|cks_sweeper_passes_", "index|idx_sweeper_passes_",
+		"column|cks_schedules|", "constraint|cks_schedules|", "index|cks_schedules_", "index|sqlite_autoindex_cks_schedules_"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))

@@ -64,6 +64,7 @@ var rowOf = map[string]string{
 	"CksGrant":                   "GrantRow",
 	"CksSession":                 "SessionRow",
 	"CksSweeperPass":             "SweeperPassRow",
+	"CksSchedule":                "ScheduleRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
 }
 
