@@ -24,6 +24,10 @@ const (
 	// TopicPrincipals: a principal was deleted (its token revoked). The
 	// hubs' token caches drop what they hold when it arrives.
 	TopicPrincipals = "principals"
+	// TopicSchedules: a schedule was created, paused, resumed, triggered
+	// or deleted (cks_schedules). The leader's schedule runner watches it
+	// to set its timer to the new next slot at once.
+	TopicSchedules = "schedules"
 )
 
 // MaintenanceLeadership names the leadership of the hub that runs the
