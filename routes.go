@@ -133,6 +133,20 @@ var (
 	OpStartAgent = endpoint[SweeperInput, SweeperStatus]("start_agent", "POST", "/v1/sweepers/{agent_id}/start")
 	// OpStopAgent is stop_agent.
 	OpStopAgent = endpoint[SweeperInput, SweeperStatus]("stop_agent", "POST", "/v1/sweepers/{agent_id}/stop")
+	// OpCreateSchedule is create_schedule.
+	OpCreateSchedule = endpoint[NewSchedule, Schedule]("create_schedule", "POST", "/v1/schedules")
+	// OpListSchedules is list_schedules.
+	OpListSchedules = endpoint[struct{}, ScheduleList]("list_schedules", "GET", "/v1/schedules")
+	// OpGetSchedule is get_schedule.
+	OpGetSchedule = endpoint[ScheduleInput, Schedule]("get_schedule", "GET", "/v1/schedules/{name}")
+	// OpPauseSchedule is pause_schedule.
+	OpPauseSchedule = endpoint[ScheduleInput, Schedule]("pause_schedule", "POST", "/v1/schedules/{name}/pause")
+	// OpResumeSchedule is resume_schedule.
+	OpResumeSchedule = endpoint[ScheduleInput, Schedule]("resume_schedule", "POST", "/v1/schedules/{name}/resume")
+	// OpTriggerSchedule is trigger_schedule.
+	OpTriggerSchedule = endpoint[ScheduleInput, ScheduleFired]("trigger_schedule", "POST", "/v1/schedules/{name}/trigger")
+	// OpDeleteSchedule is delete_schedule.
+	OpDeleteSchedule = endpoint[ScheduleInput, struct{}]("delete_schedule", "DELETE", "/v1/schedules/{name}")
 	// OpSubmitResearch is submit_research.
 	OpSubmitResearch = endpoint[SubmitResearchInput, Object]("submit_research", "POST", "/v1/objects")
 	// OpListObjects is list_objects.
@@ -208,6 +222,13 @@ func Operations() []Operation {
 		OpAgentStatus,
 		OpStartAgent,
 		OpStopAgent,
+		OpCreateSchedule,
+		OpListSchedules,
+		OpGetSchedule,
+		OpPauseSchedule,
+		OpResumeSchedule,
+		OpTriggerSchedule,
+		OpDeleteSchedule,
 		OpSubmitResearch,
 		OpListObjects,
 		OpGetObject,

@@ -21,8 +21,9 @@ import (
 // metadata and content are JSON objects.
 
 // schemaOptions maps the types the inference cannot read, and cks.NewTask
-// (a task to create: create_task's input, update_task's add_children),
-// whose fields carry no descriptions and of which only type is required.
+// (a task to create: create_task's input, update_task's add_children) and
+// cks.ScheduleTask (a schedule's template), whose fields carry no
+// descriptions and of which only type is required.
 func schemaOptions() *jsonschema.ForOptions {
 	types := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
@@ -40,6 +41,14 @@ func schemaOptions() *jsonschema.ForOptions {
 	describe("new task", nt, newTaskDocs)
 	nt.Required = []string{"type"}
 	types[reflect.TypeFor[cks.NewTask]()] = nt
+	st, err := jsonschema.For[cks.ScheduleTask](&jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		panic(fmt.Sprintf("ops: schedule task schema: %v", err))
+	}
+	openRaw(st)
+	describe("schedule task", st, scheduleTaskDocs)
+	st.Required = []string{"type"}
+	types[reflect.TypeFor[cks.ScheduleTask]()] = st
 	return &jsonschema.ForOptions{TypeSchemas: types}
 }
 

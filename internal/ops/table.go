@@ -42,6 +42,7 @@ var table = []Operation{
 	ClaimTasks, MarkRunning, TouchTask, AddEvidence, RecordDecision, ReuseWorkspace, ConfirmAbort,
 	CompleteTask, FailTask, RequestInput, ClaimReview, ApproveReview, RejectReview,
 	ListAgents, AgentStatus, StartAgent, StopAgent,
+	CreateSchedule, ListSchedules, GetSchedule, PauseSchedule, ResumeSchedule, TriggerSchedule, DeleteSchedule,
 	SubmitResearch, ListObjects, GetObject, ListObjectVersionsOp, WriteObjectVersionOp,
 	CreateToken, ListTokens, RevokeToken,
 	ListSessions, RevokeSession,

@@ -47,16 +47,18 @@ func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermStop, PermStart, PermCancel, PermRetry, PermControl, PermAdmin}
 
 // Roots of the resource tree. A resource is "/", a root, or a root followed by
-// one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID.
+// one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID,
+// /schedules/NAME.
 const (
 	ResourceRoot      = "/"
 	ResourceTasks     = "/tasks"
 	ResourceSweepers  = "/sweepers"
 	ResourceProcesses = "/processes"
 	ResourceObjects   = "/objects"
+	ResourceSchedules = "/schedules"
 )
 
-var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects}
+var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects, ResourceSchedules}
 
 // TaskResource returns /tasks/ID.
 func TaskResource(id int64) string { return ResourceTasks + "/" + strconv.FormatInt(id, 10) }
@@ -77,7 +79,7 @@ func validPermission(perm string) error {
 
 // ValidResource reports whether res is a node of the resource tree: "/",
 // /tasks, /tasks/ID (a positive integer), /sweepers, /sweepers/ID, /processes,
-// /processes/KIND, /objects or /objects/ID.
+// /processes/KIND, /objects, /objects/ID, /schedules or /schedules/NAME.
 func ValidResource(res string) error {
 	if res == ResourceRoot {
 		return nil
