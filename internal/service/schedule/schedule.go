@@ -172,7 +172,15 @@ func (s *Service) Resume(ctx context.Context, name string) (cks.Schedule, error)
 		if !r.Paused {
 			return false
 		}
-		r.Paused, r.PausedBy, r.LastSlot = false, "", now
+		r.Paused, r.PausedBy = false, ""
+		// The mark moves past the slots of the pause: to the latest slot
+		// by now (a stored expression parses; one that no longer did
+		// would leave the mark, and its fire would say so).
+		if w, err := parse(r.Cron, r.TimeZone); err == nil {
+			if last := w.latest(mark(*r), now); !last.IsZero() {
+				r.LastSlot = last
+			}
+		}
 		return true
 	})
 }

@@ -207,8 +207,9 @@ func TestSchedules(t *testing.T) {
 				t.Fatalf("a paused schedule fired: %+v", f)
 			}
 			resumed, err := s.Schedules.Resume(ctx, "p")
-			if err != nil || resumed.Paused || resumed.PausedBy != "" || !resumed.NextRuns[0].Equal(t0.Add(35*time.Minute)) {
-				t.Fatalf("resume = %+v, %v; want running, next 12:35", resumed, err)
+			if err != nil || resumed.Paused || resumed.PausedBy != "" || !resumed.NextRuns[0].Equal(t0.Add(35*time.Minute)) ||
+				resumed.LastSlot == nil || !resumed.LastSlot.Equal(t0.Add(30*time.Minute)) {
+				t.Fatalf("resume = %+v, %v; want running, the pause's slots behind it (last slot 12:30), next 12:35", resumed, err)
 			}
 			if f := mustFire(t, s, "p"); !f.Slot.IsZero() {
 				t.Fatalf("resume owed a slot of the pause: %+v", f)
