@@ -2,6 +2,7 @@ package cks
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -85,7 +86,7 @@ func (t ScheduleTask) NewTask(createdBy, key string) NewTask {
 func (t ScheduleTask) Validate(field string) (ScheduleTask, error) {
 	n, err := t.NewTask("", "").Validate()
 	if err != nil {
-		if fe, ok := err.(*FieldError); ok {
+		if fe, ok := errors.AsType[*FieldError](err); ok {
 			return t, &FieldError{Field: field + "." + fe.Field, Expected: fe.Expected}
 		}
 		return t, err
