@@ -43,7 +43,7 @@ type RunnerConfig struct {
 }
 
 // Runner fires the due slots of every schedule on the leader hub: one
-// round (FireDue) when it starts, when woken (Wake: the hub became the
+// round (fireDue) when it starts, when woken (Wake: the hub became the
 // leader, a schedule changed) and when its timer reaches the next slot —
 // a timer to the next slot, never a poll of the table.
 type Runner struct {
@@ -103,7 +103,7 @@ func (r *Runner) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		wait := r.cfg.Idle
 		if r.cfg.Leader == nil || r.cfg.Leader.IsLeader() {
-			next, err := r.svc.FireDue(ctx)
+			next, err := r.svc.fireDue(ctx)
 			if r.cfg.OnRound != nil {
 				r.cfg.OnRound(next, err)
 			}

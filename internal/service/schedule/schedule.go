@@ -64,7 +64,7 @@ func Validate(n cks.NewSchedule) (cks.NewSchedule, error) {
 	if _, err := parse(n.Cron, n.TimeZone); err != nil {
 		return n, err
 	}
-	if err := ValidateMisfire(n.Misfire); err != nil {
+	if err := validateMisfire(n.Misfire); err != nil {
 		return n, err
 	}
 	if n.Misfire == "" {
@@ -78,9 +78,9 @@ func Validate(n cks.NewSchedule) (cks.NewSchedule, error) {
 	return n, err
 }
 
-// ValidateMisfire reports a FieldError naming misfire unless p is a misfire
+// validateMisfire reports a FieldError naming misfire unless p is a misfire
 // policy ("" is skip).
-func ValidateMisfire(p string) error {
+func validateMisfire(p string) error {
 	if p == "" || p == cks.MisfireSkip || p == cks.MisfireRunOnce {
 		return nil
 	}
@@ -262,7 +262,7 @@ func (s *Service) Trigger(ctx context.Context, name, actor string) (cks.Schedule
 	return cks.ScheduleFired{Schedule: v, Task: task}, err
 }
 
-// Fired is what one Fire did.
+// Fired is what one fire did.
 type Fired struct {
 	// Slot is the slot dealt with (zero: none was due).
 	Slot time.Time
@@ -276,14 +276,14 @@ type Fired struct {
 	Skipped bool
 }
 
-// Fire deals with the due slot of the schedule name, if it has one: the
+// fire deals with the due slot of the schedule name, if it has one: the
 // latest slot after its mark and not after now. On time (within
 // cks.MisfireGrace of the slot) or at misfire run_once, it creates one task
 // for that slot — one for all the slots missed since the mark; a slot
 // missed at misfire skip is let go. Either way the mark moves to the slot,
 // in the transaction that creates the task. A paused or deleted schedule,
 // or one with no slot due, does nothing.
-func (s *Service) Fire(ctx context.Context, name string) (Fired, error) {
+func (s *Service) fire(ctx context.Context, name string) (Fired, error) {
 	var (
 		out Fired
 		row driver.ScheduleRow
@@ -326,10 +326,10 @@ func (s *Service) Fire(ctx context.Context, name string) (Fired, error) {
 	return out, nil
 }
 
-// FireDue fires every running schedule that has a slot due (Fire), and
+// fireDue fires every running schedule that has a slot due (fire), and
 // returns the earliest slot still to come among them (zero when none has
 // one), for the runner's timer.
-func (s *Service) FireDue(ctx context.Context) (time.Time, error) {
+func (s *Service) fireDue(ctx context.Context) (time.Time, error) {
 	rs, err := s.db.Executor().ScheduleList(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("list schedules: %w", err)
@@ -348,7 +348,7 @@ func (s *Service) FireDue(ctx context.Context) (time.Time, error) {
 		}
 		after := mark(r)
 		if !w.latest(after, now).IsZero() {
-			if _, err := s.Fire(ctx, r.Name); err != nil {
+			if _, err := s.fire(ctx, r.Name); err != nil {
 				errs = append(errs, err)
 			}
 			after = now
