@@ -41,9 +41,10 @@ type Service struct {
 	clock clock.Clock
 }
 
-// New returns the schedules over db, creating their tasks through tasks,
-// telling the time by c (nil: the system's) for the reads; the fires take
-// the ledger's time.
+// New returns the schedules over db, creating their tasks through tasks
+// (the ledger). c (nil: the system's) stamps creations, pauses and resumes
+// and places the next runs; a fire and a trigger take the ledger's time,
+// the same clock in a backend.
 func New(db driver.Driver, tasks Enqueuer, c clock.Clock) *Service {
 	if c == nil {
 		c = clock.System{}
