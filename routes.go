@@ -139,6 +139,20 @@ var (
 	OpResumeType = endpoint[TypeInput, TypeResumed]("resume_type", "POST", "/v1/types/resume")
 	// OpListPausedTypes is list_paused_types.
 	OpListPausedTypes = endpoint[struct{}, PausedTypeList]("list_paused_types", "GET", "/v1/types/paused")
+	// OpCreateSchedule is create_schedule.
+	OpCreateSchedule = endpoint[NewSchedule, Schedule]("create_schedule", "POST", "/v1/schedules")
+	// OpListSchedules is list_schedules.
+	OpListSchedules = endpoint[struct{}, ScheduleList]("list_schedules", "GET", "/v1/schedules")
+	// OpGetSchedule is get_schedule.
+	OpGetSchedule = endpoint[ScheduleInput, Schedule]("get_schedule", "GET", "/v1/schedules/{name}")
+	// OpPauseSchedule is pause_schedule.
+	OpPauseSchedule = endpoint[ScheduleInput, Schedule]("pause_schedule", "POST", "/v1/schedules/{name}/pause")
+	// OpResumeSchedule is resume_schedule.
+	OpResumeSchedule = endpoint[ScheduleInput, Schedule]("resume_schedule", "POST", "/v1/schedules/{name}/resume")
+	// OpTriggerSchedule is trigger_schedule.
+	OpTriggerSchedule = endpoint[ScheduleInput, ScheduleFired]("trigger_schedule", "POST", "/v1/schedules/{name}/trigger")
+	// OpDeleteSchedule is delete_schedule.
+	OpDeleteSchedule = endpoint[ScheduleInput, struct{}]("delete_schedule", "DELETE", "/v1/schedules/{name}")
 	// OpSubmitResearch is submit_research.
 	OpSubmitResearch = endpoint[SubmitResearchInput, Object]("submit_research", "POST", "/v1/objects")
 	// OpListObjects is list_objects.
@@ -217,6 +231,13 @@ func Operations() []Operation {
 		OpPauseType,
 		OpResumeType,
 		OpListPausedTypes,
+		OpCreateSchedule,
+		OpListSchedules,
+		OpGetSchedule,
+		OpPauseSchedule,
+		OpResumeSchedule,
+		OpTriggerSchedule,
+		OpDeleteSchedule,
 		OpSubmitResearch,
 		OpListObjects,
 		OpGetObject,

@@ -27,6 +27,10 @@ const (
 	// TopicFlowControl: a flow-control rule changed (a task type was paused
 	// or resumed). Boards and panels re-read the rules when it arrives.
 	TopicFlowControl = "flow_control"
+	// TopicSchedules: a schedule was created, paused, resumed, triggered
+	// or deleted (cks_schedules). The leader's schedule runner watches it
+	// to set its timer to the new next slot at once.
+	TopicSchedules = "schedules"
 )
 
 // MaintenanceLeadership names the leadership of the hub that runs the

@@ -96,7 +96,7 @@ func mcpEmbedded(ctx context.Context, e env, dbURL string) error {
 	defer st.Close()
 	log := logger(e.stderr)
 	srv := mcpserver.NewServer(version, &ops.Services{Liveness: liveness.NewService(st.Driver(), st.Clock()),
-		Tasks: st.Tasks, Objects: st.Objects, Principals: st.Principals, Logger: log})
+		Tasks: st.Tasks, Objects: st.Objects, Principals: st.Principals, Schedules: st.Schedules, Logger: log})
 	log.Info("mcp serving on stdio from the database, without a hub (--embedded): no sweepers run", "backend", st.Dialect())
 	return mcpserver.ServeStdio(ctx, srv)
 }

@@ -67,7 +67,7 @@ func callOffline(ctx context.Context, op ops.Operation, dbURL string, in, out an
 	if err != nil {
 		return err
 	}
-	s := &ops.Services{Liveness: st.Liveness, Tasks: st.Tasks, Objects: st.Objects, Principals: st.Principals}
+	s := &ops.Services{Liveness: st.Liveness, Tasks: st.Tasks, Objects: st.Objects, Principals: st.Principals, Schedules: st.Schedules}
 	res, err := ops.Call(auth.WithLocalOperator(ctx), s, op, ops.Request{Args: args})
 	if err != nil {
 		f := ops.FailureOf(ctx, nil, op.Spec().Name, err)

@@ -176,6 +176,9 @@ func sampleFlag(t *testing.T, p param) string {
 	if v, ok := p.value.(*jsonValue); ok && v.typ == reflect.TypeFor[json.RawMessage]() {
 		return `{"k":1}`
 	}
+	if v, ok := p.value.(*jsonValue); ok && v.typ == reflect.TypeFor[cks.ScheduleTask]() {
+		return `{"type":"t"}`
+	}
 	sample, ok := samples[p.value.meta()]
 	if !ok {
 		t.Fatalf("no sample for the flag of %s (%T, %s)", p.field, p.value, p.value.meta())

@@ -106,7 +106,15 @@ var parityCases = map[string]parityCase{
 	"list_sessions":  {`{"bogus":1}`, nil, `{}`, []string{"session", "list"}},
 	"revoke_session": {`{"id":"no-such-session"}`, []string{"session", "revoke", "no-such-session"}, `{"id":"no-such-session"}`, []string{"session", "revoke", "no-such-session"}},
 	"check_stored":   {`{"what":"rows"}`, nil, `{"what":"tasks"}`, []string{"doctor"}},
-	"revoke_token":   {`{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}, `{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}},
+	"create_schedule": {`{"name":"s","cron":"61 * * * *","task":{"type":"t"}}`, []string{"schedule", "create", "s", "61 * * * *", "--task", `{"type":"t"}`},
+		`{"name":"s","cron":"@hourly","task":{"type":"t"}}`, []string{"schedule", "create", "s", "@hourly", "--task", `{"type":"t"}`}},
+	"list_schedules":   {`{"bogus":1}`, nil, `{}`, []string{"schedule", "list"}},
+	"get_schedule":     {`{"name":"a b"}`, []string{"schedule", "show", "a b"}, `{"name":"s"}`, []string{"schedule", "show", "s"}},
+	"pause_schedule":   {`{"name":"a b"}`, []string{"schedule", "pause", "a b"}, `{"name":"s"}`, []string{"schedule", "pause", "s"}},
+	"resume_schedule":  {`{"name":"no-such-schedule"}`, []string{"schedule", "resume", "no-such-schedule"}, `{"name":"s"}`, []string{"schedule", "resume", "s"}},
+	"trigger_schedule": {`{"name":"a/b"}`, nil, `{"name":"s"}`, []string{"schedule", "trigger", "s"}},
+	"delete_schedule":  {`{"name":"no-such-schedule"}`, []string{"schedule", "delete", "no-such-schedule"}, `{"name":"s"}`, []string{"schedule", "delete", "s"}},
+	"revoke_token":     {`{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}, `{"id":"no-such-principal"}`, []string{"token", "revoke", "no-such-principal"}},
 }
 
 // parityHub is one hub's HTTP API with every operation and /mcp, in this
@@ -133,8 +141,10 @@ func newParityHub(t *testing.T, s *backend.Backend, c clock.Clock) *parityHub {
 		t.Fatal(err)
 	}
 	live := liveness.NewService(s.Driver(), c)
-	svc := &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Principals: s.Principals, Clock: c}
-	a := api.New(api.Config{Services: &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c, Principals: s.Principals}, MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
+	svc := &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Principals: s.Principals,
+		Schedules: s.Schedules, Clock: c}
+	a := api.New(api.Config{Services: &ops.Services{Liveness: live, Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers, Clock: c,
+		Principals: s.Principals, Schedules: s.Schedules}, MCP: mcpserver.HTTPHandler(mcpserver.NewServer("test", svc)), Version: "test"})
 	srv := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); srv.Close(); rt.Stop(context.Background()) })
 	h := &parityHub{url: srv.URL, store: s}

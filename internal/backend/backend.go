@@ -23,6 +23,7 @@ import (
 	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
 	"github.com/cks-dev/cks/internal/service/notifier"
+	"github.com/cks-dev/cks/internal/service/schedule"
 )
 
 // Open opens the store named by url (ParseURL says which forms it takes):
@@ -139,7 +140,7 @@ var passwordParamRE = regexp.MustCompile(`(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^
 // Backend is one database's services, each the one service of its domain,
 // built once per process over one driver and handed to every surface (the
 // hub builds its ops.Services from them): the task ledger, the knowledge
-// store, process liveness, principals, sweeper overrides, and change
+// store, process liveness, principals, sweeper overrides, schedules, and change
 // notification (one listener of the driver for every watcher of the
 // process). Storage health is the driver's. Backend adds no rule of its own.
 type Backend struct {
@@ -148,7 +149,10 @@ type Backend struct {
 	Liveness   *liveness.Service
 	Principals *auth.Service
 	Sweepers   *sweeper.Controller
-	Changes    *notifier.Notifier
+	// Schedules are the schedules (issue 42), whose tasks the ledger
+	// creates; the hub's leader fires them (schedule.Runner).
+	Schedules *schedule.Service
+	Changes   *notifier.Notifier
 	// moves publishes cks.TopicTasksMoved for the ledger's moves,
 	// coalesced (notifier.Coalescer); closed first by Close.
 	moves *notifier.Coalescer
@@ -188,6 +192,7 @@ func New(d driver.Driver, opts ...driver.Option) *Backend {
 		Liveness:   liveness.NewService(d, clk),
 		Principals: principals,
 		Sweepers:   sweeper.NewController(d, clk),
+		Schedules:  schedule.New(d, tasks, clk),
 		Changes:    changes,
 		moves:      moves,
 		drv:        d,

@@ -121,6 +121,7 @@ type Executor interface {
 	LivenessExecutor
 	ControlExecutor
 	LeaderExecutor
+	ScheduleExecutor
 	PrincipalExecutor
 	SessionExecutor
 	// Notify publishes topic, delivered to listeners when (and only if)
@@ -1199,6 +1200,53 @@ type LeaderExecutor interface {
 	// LeaderGet returns the holder whose lease has not run out at now
 	// (SQLite; Postgres: at its own clock), or ErrNoRows.
 	LeaderGet(ctx context.Context, name string, now time.Time) (LeaderRow, error)
+}
+
+// ScheduleRow is one row of cks_schedules (issue 42): a schedule, its task
+// template as JSON (Task) and the mark of its fires.
+type ScheduleRow struct {
+	Name      string
+	Cron      string
+	TimeZone  string
+	Misfire   string
+	Task      string
+	Paused    bool
+	PausedBy  string
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// LastSlot is the latest slot fired or skipped; zero (NULL) before
+	// the first.
+	LastSlot time.Time
+	// LastFiredAt and LastTaskID are the last fire; zero before the first.
+	LastFiredAt time.Time
+	LastTaskID  int64
+}
+
+// ScheduleGetParams reads one schedule, locked as asked.
+type ScheduleGetParams struct {
+	Name string
+	Lock Lock
+}
+
+// ScheduleExecutor holds the primitives of schedules (issue 42).
+type ScheduleExecutor interface {
+	// ScheduleInsert stores a new schedule (ErrUniqueViolation when its
+	// name is taken).
+	ScheduleInsert(ctx context.Context, r ScheduleRow) error
+	// ScheduleGet returns the schedule p names (none when there is no
+	// such schedule), locked as asked.
+	ScheduleGet(ctx context.Context, p ScheduleGetParams) ([]ScheduleRow, error)
+	// ScheduleList returns every schedule, by name.
+	ScheduleList(ctx context.Context) ([]ScheduleRow, error)
+	// ScheduleUpdate writes the columns that change after creation
+	// (paused, paused_by, updated_at, last_slot, last_fired_at,
+	// last_task_id) of the schedule r names, and reports how many rows
+	// it wrote.
+	ScheduleUpdate(ctx context.Context, r ScheduleRow) (int, error)
+	// ScheduleDelete deletes the schedule name and reports how many rows
+	// it deleted.
+	ScheduleDelete(ctx context.Context, name string) (int, error)
 }
 
 // PrincipalRow is one row of cks_principals.

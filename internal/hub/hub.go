@@ -215,7 +215,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	// One table of operations serves /v1, /mcp and the studio's reads,
 	// over one set of services built here for every surface.
 	svc := &ops.Services{Liveness: rt.Liveness, Tasks: st.Tasks, Objects: st.Objects,
-		Sweepers: rt.Sweepers, Principals: st.Principals, Bus: rt.Bus, Changes: rt.cfg.Changes, Clock: cfg.Clock, Logger: log}
+		Sweepers: rt.Sweepers, Principals: st.Principals, Schedules: st.Schedules, Bus: rt.Bus, Changes: rt.cfg.Changes, Clock: cfg.Clock, Logger: log}
 	mcpHTTP := mcpserver.NewHTTP(mcpserver.NewServerWith(cfg.Version, svc, mcpserver.ServerOptions{ProgressEvery: httpSet.MCPProgressInterval}),
 		mcpserver.HTTPOptions{MaxSessions: httpSet.MCPMaxSessions, MaxSessionsPerToken: httpSet.MCPMaxSessionsPerToken,
 			IdleTimeout: httpSet.MCPSessionIdle, UnsubscribedIdleTimeout: httpSet.MCPUnsubscribedSessionIdle,

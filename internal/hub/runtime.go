@@ -20,6 +20,7 @@ import (
 	"github.com/cks-dev/cks/internal/service/leader"
 	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
+	"github.com/cks-dev/cks/internal/service/schedule"
 )
 
 // RuntimeConfig configures the in-process machinery of a hub.
@@ -58,6 +59,9 @@ type Runtime struct {
 	// Leader elects the hub whose sweepers run their passes among the hubs
 	// on the database; the others' runners stand by.
 	Leader *leader.Elector
+	// Schedules fires the schedules' due slots while this hub leads
+	// (issue 42), on a timer to the next slot.
+	Schedules *schedule.Runner
 
 	cfg RuntimeConfig
 	// watchers runs watch from Start until Stop.
@@ -94,12 +98,14 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 		}
 	}
 	reg := st.Sweepers.Registry()
+	var schedules *schedule.Runner // woken when this hub becomes the leader
 	elector := leader.New(st.Driver(), leader.Config{TTL: set.LeaderTTL, Changes: cfg.Changes, Clock: cfg.Clock,
 		Logger: cfg.Logger, OnChange: func(held bool) {
 			if held { // run at once what the previous leader no longer runs
 				for _, r := range reg.Runners() {
 					r.RunNow()
 				}
+				schedules.Wake()
 			}
 			bus.Publish(events.Event{Type: events.SweepersChanged, At: cfg.Clock.Now()})
 		}})
@@ -129,13 +135,16 @@ func NewRuntime(st *backend.Backend, cfg RuntimeConfig) (*Runtime, error) {
 			return nil, err
 		}
 	}
+	schedules = schedule.NewRunner(st.Schedules, schedule.RunnerConfig{Leader: elector, Changes: cfg.Changes,
+		Clock: cfg.Clock, Logger: cfg.Logger})
 	rt := &Runtime{
-		Store:    st,
-		Bus:      bus,
-		Liveness: liveness.NewService(st.Driver(), cfg.Clock),
-		Sweepers: st.Sweepers,
-		Leader:   elector,
-		cfg:      cfg,
+		Store:     st,
+		Bus:       bus,
+		Liveness:  liveness.NewService(st.Driver(), cfg.Clock),
+		Sweepers:  st.Sweepers,
+		Leader:    elector,
+		Schedules: schedules,
+		cfg:       cfg,
 	}
 	rt.watchers = lifecycle.New(lifecycle.Config{Run: rt.watch, OnPanic: func(v any, stack []byte) {
 		cfg.Logger.Error("hub watchers panicked; no more process or sweeper control events", "panic", v, "stack", string(stack))
@@ -185,6 +194,9 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		// A failed override read leaves that sweeper stopped; say so, go on.
 		rt.cfg.Logger.Error("starting sweepers", "err", err)
 	}
+	if err := rt.Schedules.Start(ctx); err != nil {
+		return err
+	}
 	return rt.watchers.Start(ctx)
 }
 
@@ -193,11 +205,14 @@ func (rt *Runtime) Start(ctx context.Context) error {
 func (rt *Runtime) Stop(ctx context.Context) error {
 	// The watchers first: the sweeper control watch starts runners
 	// (Follow), so it must not start one StopAll has stopped. The
-	// leadership is resigned after the sweepers stopped: no pass of this
-	// hub overlaps one of the hub that takes over.
+	// leadership is resigned after the sweepers and the schedule runner
+	// stopped: no pass or fire of this hub overlaps one of the hub that
+	// takes over (a fire is one transaction anyway: it fires a slot once
+	// whoever else fires).
 	watched := rt.watchers.Stop(ctx)
 	swept := rt.Sweepers.Registry().StopAll(ctx)
-	return errors.Join(watched, swept, rt.Leader.Stop(ctx))
+	scheduled := rt.Schedules.Stop(ctx)
+	return errors.Join(watched, swept, scheduled, rt.Leader.Stop(ctx))
 }
 
 // watch is the watchers' loop: the liveness watch and the sweeper control

@@ -46,6 +46,9 @@ var bases = map[string]string{
 	"list_object_versions": `{"object_id":1}`, "write_object_version": `{"object_id":1,"base_version":1,"content":{}}`,
 	"create_token": `{"name":"n","grants":[{"resource":"/","permission":"read"}]}`, "list_tokens": `{}`,
 	"revoke_token": `{"id":"x"}`, "list_sessions": `{}`, "revoke_session": `{"id":"x"}`, "check_stored": `{"what":"tasks"}`,
+	"create_schedule": `{"name":"s","cron":"@hourly","task":{"type":"t"}}`, "list_schedules": `{}`, "get_schedule": `{"name":"s"}`,
+	"pause_schedule": `{"name":"s"}`, "resume_schedule": `{"name":"s"}`, "trigger_schedule": `{"name":"s"}`,
+	"delete_schedule": `{"name":"s"}`,
 }
 
 // filterBases are the bases of the bulk operations by a filter.
@@ -182,7 +185,8 @@ func scalarProbes(b *jsonschema.Schema, field string, set func(map[string]any, a
 func admitServices(t *testing.T, open backendtest.Opener) *ops.Services {
 	c := clock.NewFake(backendtest.T0)
 	s := open(t, driver.WithClock(c))
-	return &ops.Services{Tasks: s.Tasks, Objects: s.Objects, Liveness: liveness.NewService(s.Driver(), c), Principals: s.Principals, Clock: c}
+	return &ops.Services{Tasks: s.Tasks, Objects: s.Objects, Liveness: liveness.NewService(s.Driver(), c), Principals: s.Principals,
+		Schedules: s.Schedules, Clock: c}
 }
 
 // admitted stops a call at its Ready hook, which runs once the input is
@@ -388,6 +392,19 @@ func TestEveryRefusalIsAdmits(t *testing.T) {
 			{"create_token", `{"task_id":-1}`, "task_id"},
 			{"revoke_session", `{"id":""}`, "id"},
 			{"check_stored", `{"what":"nope"}`, "what"},
+			{"create_schedule", `{"name":"","cron":"@hourly","task":{"type":"t"}}`, "name"},
+			{"create_schedule", `{"name":"a/b","cron":"@hourly","task":{"type":"t"}}`, "name"},
+			{"create_schedule", `{"name":"` + strings.Repeat("n", 101) + `","cron":"@hourly","task":{"type":"t"}}`, "name"},
+			{"create_schedule", `{"name":"s","cron":"61 * * * *","task":{"type":"t"}}`, "cron"},
+			{"create_schedule", `{"name":"s","cron":"@every 10ms","task":{"type":"t"}}`, "cron"},
+			{"create_schedule", `{"name":"s","cron":"","task":{"type":"t"}}`, "cron"},
+			{"create_schedule", `{"name":"s","cron":"@hourly","time_zone":"Mars/Olympus","task":{"type":"t"}}`, "time_zone"},
+			{"create_schedule", `{"name":"s","cron":"@hourly","misfire":"catch_up","task":{"type":"t"}}`, "misfire"},
+			{"create_schedule", `{"name":"s","cron":"@hourly","task":{"type":""}}`, "task.type"},
+			{"create_schedule", `{"name":"s","cron":"@hourly","task":{"type":"t","priority":1001}}`, "task.priority"},
+			{"create_schedule", `{"name":"s","cron":"@hourly","task":{"type":"t","bogus":1}}`, "bogus"},
+			{"create_schedule", `{"name":"s","cron":"@hourly"}`, "task.type"},
+			{"get_schedule", `{"name":"a b"}`, "name"},
 			// Once the surfaces' (text no store takes), and the decoder's.
 			{"cancel_task", `{"task_id":1,"reason":"a\u0000b"}`, "reason"},
 			{"list_tasks", `{"type":["ok","a\u0000b"]}`, "type"},

@@ -35,6 +35,7 @@ import (
 	"github.com/cks-dev/cks/internal/service/knowledge"
 	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
+	"github.com/cks-dev/cks/internal/service/schedule"
 )
 
 // Surface is a set of the surfaces an operation is offered on.
@@ -62,6 +63,7 @@ const (
 	NeedObjects
 	NeedSweepers
 	NeedPrincipals
+	NeedSchedules
 )
 
 // Services are what the calls of the table reach. A nil service leaves out
@@ -72,6 +74,7 @@ type Services struct {
 	Objects    *knowledge.Service
 	Sweepers   *sweeper.Controller
 	Principals *auth.Service
+	Schedules  *schedule.Service
 	// Bus, when set, hears of changes a call makes that the hub's viewers
 	// should see at once (a process asked to stop).
 	Bus *events.Bus
@@ -113,7 +116,7 @@ func (s *Services) has(n Need) bool {
 		set  bool
 	}{
 		{NeedLiveness, s.Liveness != nil}, {NeedTasks, s.Tasks != nil}, {NeedObjects, s.Objects != nil},
-		{NeedSweepers, s.Sweepers != nil}, {NeedPrincipals, s.Principals != nil},
+		{NeedSweepers, s.Sweepers != nil}, {NeedPrincipals, s.Principals != nil}, {NeedSchedules, s.Schedules != nil},
 	} {
 		if n&c.need != 0 && !c.set {
 			return false

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -31,6 +32,7 @@ var mcpTools = []string{
 	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
 	"pause_type", "resume_type", "list_paused_types",
+	"create_schedule", "list_schedules", "get_schedule", "pause_schedule", "resume_schedule", "trigger_schedule", "delete_schedule",
 	"submit_research", "list_objects", "get_object", "list_object_versions", "write_object_version",
 }
 
@@ -61,7 +63,7 @@ func TestTableShape(t *testing.T) {
 		if !slices.Contains(auth.Permissions, sp.Permission) {
 			t.Errorf("%s: permission %q", sp.Name, sp.Permission)
 		}
-		res := strings.NewReplacer("{task_id}", "1", "{object_id}", "1", "{agent_id}", "lease_reaper", "{process_kind}", "critic", "{type}", "build").Replace(sp.Resource)
+		res := strings.NewReplacer("{task_id}", "1", "{object_id}", "1", "{agent_id}", "lease_reaper", "{process_kind}", "critic", "{type}", "build", "{name}", "nightly").Replace(sp.Resource)
 		if err := auth.ValidResource(res); err != nil {
 			t.Errorf("%s: resource %s: %v", sp.Name, sp.Resource, err)
 		}
@@ -97,7 +99,13 @@ type openAPIParam struct {
 func sample(t *testing.T, op ops.Operation) any {
 	t.Helper()
 	in := op.NewInput()
-	v := reflect.ValueOf(in).Elem()
+	fillSample(reflect.ValueOf(in).Elem(), op.InputSchema())
+	return in
+}
+
+// fillSample fills the fields of struct v, whose schema is s (nil: none
+// known), with sample values; a struct field is filled in turn.
+func fillSample(v reflect.Value, s *jsonschema.Schema) {
 	for _, f := range reflect.VisibleFields(v.Type()) {
 		if !f.IsExported() || f.Anonymous || f.Tag.Get("json") == "-" {
 			continue
@@ -108,7 +116,11 @@ func sample(t *testing.T, op ops.Operation) any {
 			continue
 		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if enum := enumOf(op.InputSchema().Properties[name]); len(enum) > 0 { // a closed vocabulary
+		var prop *jsonschema.Schema
+		if s != nil {
+			prop = s.Properties[name]
+		}
+		if enum := enumOf(prop); len(enum) > 0 { // a closed vocabulary
 			switch fv.Kind() {
 			case reflect.String:
 				fv.SetString(enum[0])
@@ -128,9 +140,12 @@ func sample(t *testing.T, op ops.Operation) any {
 			if fv.Type().Elem().Kind() == reflect.String {
 				fv.Set(reflect.ValueOf([]string{"a", "b"}).Convert(fv.Type()))
 			}
+		case reflect.Struct:
+			if fv.Type() != reflect.TypeFor[time.Time]() {
+				fillSample(fv, prop)
+			}
 		}
 	}
-	return in
 }
 
 // enumOf is the enum of a text property's schema s (of its items, of its

@@ -34,6 +34,19 @@ var outputDocs = map[string]string{
 	"SweeperPass.hub":   "the id of the hub that ran the pass (the maintenance leader then)",
 	"task_types":        "the task types the process claims",
 	"next_key":          "under a sort by a key (updated, priority): pass it as cursor_key with next_cursor",
+	// A schedule.
+	"schedules":     "every schedule, by name",
+	"schedule":      "the schedule after the fire",
+	"Schedule.name": "the schedule's name (its resource is /schedules/NAME)",
+	"cron":          "when it fires: five fields (minute hour day-of-month month day-of-week), a descriptor (@hourly …) or @every INTERVAL",
+	"time_zone":     "the IANA time zone the expression is read in",
+	"misfire":       "what a slot no hub fired within a minute becomes: skip (let go) or run_once (one task for all the slots missed)",
+	"paused":        "whether the schedule is paused (no slot fires)",
+	"paused_by":     "who paused it; absent when running",
+	"last_slot":     "the latest slot the schedule dealt with (fired, or skipped by misfire skip); absent before the first",
+	"last_fired_at": "when it last created a task (a slot's or a trigger's); absent before the first",
+	"last_task_id":  "the task its last fire created; absent before the first",
+	"next_runs":     "its next five slots; none while paused",
 	// A task.
 	"task_id":             "the task's id",
 	"type":                "the task's type (what kind of work; workers claim by type)",
@@ -154,10 +167,10 @@ var outputDocs = map[string]string{
 	"heartbeat_age_s":     "seconds since its last heartbeat, at read time",
 
 	// Paused task types.
-	"paused_by": "who paused the type (the first pause, when it was paused again)",
-	"paused_at": "when the type was paused",
-	"resumed":   "true when the type was paused and no longer is; false when it was not paused",
-	"types":     "the paused task types, by type",
+	"PausedType.paused_by": "who paused the type (the first pause, when it was paused again)",
+	"PausedType.paused_at": "when the type was paused",
+	"resumed":              "true when the type was paused and no longer is; false when it was not paused",
+	"types":                "the paused task types, by type",
 
 	// Sweepers.
 	"sweepers":                 "every sweeper",

@@ -13,6 +13,7 @@ import (
 	"github.com/cks-dev/cks/internal/runtime/sweeper"
 	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/service/liveness"
+	"github.com/cks-dev/cks/internal/service/schedule"
 )
 
 // The bounds of the inputs, declared once here and read by both the check
@@ -93,6 +94,10 @@ var (
 		is: func(s string) error { return cks.ValidateProcessKind("process_kind", s) }}
 	processKinds = func() rule { r := processKind; r.items, r.nonEmpty = cks.MaxNames, false; return r }()
 )
+
+// scheduleName is the rule of a schedule's name.
+var scheduleName = rule{nonEmpty: true, maxLen: cks.MaxScheduleNameLen, pattern: cks.ScheduleNamePattern,
+	is: func(s string) error { return cks.ValidateScheduleName("name", s) }}
 
 // instanceID is the rule of a process instance id.
 var instanceID = rule{nonEmpty: true, maxLen: cks.MaxProcessKindLen, pattern: cks.ProcessKindPattern,
@@ -196,7 +201,15 @@ var declared = map[reflect.Type]fields{
 	typeOf[cks.CreateTokenInput]():  {"grants": {items: cks.MaxGrants}, "task_id": id.with("a positive task id")},
 	typeOf[cks.TokenInput]():        {"id": rule{nonEmpty: true}.with("a principal's id (list_tokens lists them)")},
 	typeOf[cks.SessionInput]():      {"id": rule{nonEmpty: true}.with("a session id (list_sessions lists them)")},
-	typeOf[cks.CheckStoredInput]():  {"what": oneOf(cks.StoredKinds[:]...), "cursor": from(0).with("an id")},
+	typeOf[cks.ScheduleInput]():     {"name": scheduleName},
+	typeOf[cks.NewSchedule](): {"name": scheduleName,
+		"cron":      {nonEmpty: true, maxLen: cks.MaxCronLen, is: schedule.ValidateCron},
+		"time_zone": {maxLen: cks.MaxTimeZoneLen, is: schedule.ValidateTimeZone},
+		"misfire":   oneOf(cks.MisfirePolicies...)},
+	typeOf[cks.ScheduleTask](): {"type": taskType,
+		"priority":     num(0, cks.MaxPriority, 0),
+		"max_attempts": num(1, cks.MaxMaxAttempts, cks.DefaultMaxAttempts)},
+	typeOf[cks.CheckStoredInput](): {"what": oneOf(cks.StoredKinds[:]...), "cursor": from(0).with("an id")},
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }

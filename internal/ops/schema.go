@@ -21,8 +21,9 @@ import (
 // metadata and content are JSON objects.
 
 // schemaOptions maps the types the inference cannot read, and cks.NewTask
-// (a task to create: create_task's input, update_task's add_children),
-// whose fields carry no descriptions and of which only type is required.
+// (a task to create: create_task's input, update_task's add_children) and
+// cks.ScheduleTask (a schedule's template), whose fields carry no
+// descriptions and of which only type is required.
 func schemaOptions() *jsonschema.ForOptions {
 	types := map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[json.RawMessage](): anyJSON("any JSON value"),
@@ -32,15 +33,22 @@ func schemaOptions() *jsonschema.ForOptions {
 		// One name, or a list of them (cks.Names).
 		reflect.TypeFor[cks.Names](): {AnyOf: []*jsonschema.Schema{{Type: "string"}, {Type: "array", Items: &jsonschema.Schema{Type: "string"}}}},
 	}
-	nt, err := jsonschema.For[cks.NewTask](&jsonschema.ForOptions{TypeSchemas: types})
-	if err != nil {
-		panic(fmt.Sprintf("ops: new task schema: %v", err))
-	}
-	openRaw(nt)
-	describe("new task", nt, newTaskDocs)
-	nt.Required = []string{"type"}
-	types[reflect.TypeFor[cks.NewTask]()] = nt
+	taskSchema[cks.NewTask](types, "new task", newTaskDocs)
+	taskSchema[cks.ScheduleTask](types, "schedule task", scheduleTaskDocs)
 	return &jsonschema.ForOptions{TypeSchemas: types}
+}
+
+// taskSchema adds to types the schema of T, a task to create (what, in
+// errors), its properties described by docs, its type required.
+func taskSchema[T any](types map[reflect.Type]*jsonschema.Schema, what string, docs map[string]string) {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: types})
+	if err != nil {
+		panic(fmt.Sprintf("ops: %s schema: %v", what, err))
+	}
+	openRaw(s)
+	describe(what, s, docs)
+	s.Required = []string{"type"}
+	types[reflect.TypeFor[T]()] = s
 }
 
 // openRaw gives the raw JSON properties their documented shape.

@@ -66,7 +66,8 @@ type BadInput struct {
 // State is everything a refused call must leave as it was, by record:
 // every task with its events, evidence, decisions and aborts; every object
 // with its log, edges and versions; the forks and edges; principals with
-// their grants; liveness rows; the sweeper overrides of sweepers.
+// their grants; the schedules; liveness rows; the sweeper overrides of
+// sweepers.
 func State(t testing.TB, s *backend.Backend, sweepers ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -95,6 +96,11 @@ func State(t testing.TB, s *backend.Backend, sweepers ...string) map[string]stri
 		t.Fatalf("ListEdges: %v", err)
 	}
 	out["edges"] = AsJSON(t, edges)
+	schedules, err := s.Schedules.List(Ctx(t))
+	if err != nil {
+		t.Fatalf("list schedules: %v", err)
+	}
+	out["schedules"] = AsJSON(t, schedules)
 	ps, err := s.Principals.ListPrincipals(Ctx(t))
 	if err != nil {
 		t.Fatalf("ListPrincipals: %v", err)

@@ -67,6 +67,7 @@ type counted struct {
 	driver.LivenessExecutor
 	driver.ControlExecutor
 	driver.LeaderExecutor
+	driver.ScheduleExecutor
 	driver.PrincipalExecutor
 	driver.SessionExecutor
 	ke          driver.Executor
@@ -75,7 +76,7 @@ type counted struct {
 }
 
 func newCounted(c *ReadCounter, ex driver.Executor, inTx, write bool) counted {
-	return counted{TaskExecutor: ex, LivenessExecutor: ex, ControlExecutor: ex, LeaderExecutor: ex, PrincipalExecutor: ex,
+	return counted{TaskExecutor: ex, LivenessExecutor: ex, ControlExecutor: ex, LeaderExecutor: ex, ScheduleExecutor: ex, PrincipalExecutor: ex,
 		SessionExecutor: ex, ke: ex, c: c, inTx: inTx, write: write}
 }
 

@@ -48,6 +48,7 @@ func Run(t *testing.T, newDB NewDB) {
 		{"Control", Control},
 		{"Leaders", Leaders},
 		{"SweeperPasses", SweeperPasses},
+		{"Schedules", Schedules},
 		{"Principals", Principals},
 		{"Knowledge", Knowledge},
 		{"Tasks", Tasks},

@@ -166,6 +166,25 @@ func principalRowOf(r dbsqlc.CksPrincipal) driver.PrincipalRow {
 	}
 }
 
+// scheduleRowOf reads a dbsqlc.CksSchedule as a driver.ScheduleRow.
+func scheduleRowOf(r dbsqlc.CksSchedule) driver.ScheduleRow {
+	return driver.ScheduleRow{
+		Name:        r.Name,
+		Cron:        r.Cron,
+		TimeZone:    r.TimeZone,
+		Misfire:     r.Misfire,
+		Task:        r.Task,
+		Paused:      r.Paused,
+		PausedBy:    r.PausedBy,
+		CreatedBy:   r.CreatedBy,
+		CreatedAt:   driver.Time(r.CreatedAt),
+		UpdatedAt:   driver.Time(r.UpdatedAt),
+		LastSlot:    fromNullTime(r.LastSlot),
+		LastFiredAt: fromNullTime(r.LastFiredAt),
+		LastTaskID:  r.LastTaskID,
+	}
+}
+
 // sessionRowOf reads a dbsqlc.CksSession as a driver.SessionRow.
 func sessionRowOf(r dbsqlc.CksSession) driver.SessionRow {
 	return driver.SessionRow{
@@ -664,6 +683,38 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		CreatedAt:      driver.Time(p.CreatedAt),
 		TaskID:         nullable.Int(p.TaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
+	}
+}
+
+// scheduleInsertParams writes a driver.ScheduleRow as dbsqlc.ScheduleInsertParams.
+func scheduleInsertParams(p driver.ScheduleRow) dbsqlc.ScheduleInsertParams {
+	return dbsqlc.ScheduleInsertParams{
+		Name:        p.Name,
+		Cron:        p.Cron,
+		TimeZone:    p.TimeZone,
+		Misfire:     p.Misfire,
+		Task:        p.Task,
+		Paused:      p.Paused,
+		PausedBy:    p.PausedBy,
+		CreatedBy:   p.CreatedBy,
+		CreatedAt:   driver.Time(p.CreatedAt),
+		UpdatedAt:   driver.Time(p.UpdatedAt),
+		LastSlot:    nullTime(p.LastSlot),
+		LastFiredAt: nullTime(p.LastFiredAt),
+		LastTaskID:  p.LastTaskID,
+	}
+}
+
+// scheduleUpdateParams writes a driver.ScheduleRow as dbsqlc.ScheduleUpdateParams.
+func scheduleUpdateParams(p driver.ScheduleRow) dbsqlc.ScheduleUpdateParams {
+	return dbsqlc.ScheduleUpdateParams{
+		Paused:      p.Paused,
+		PausedBy:    p.PausedBy,
+		UpdatedAt:   driver.Time(p.UpdatedAt),
+		LastSlot:    nullTime(p.LastSlot),
+		LastFiredAt: nullTime(p.LastFiredAt),
+		LastTaskID:  p.LastTaskID,
+		Name:        p.Name,
 	}
 }
 
@@ -1729,6 +1780,63 @@ func eachPrincipalList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Ck
 	defer rows.Close()
 	var i dbsqlc.CksPrincipal
 	dest := []any{&i.PrincipalID, &i.Name, &i.TokenHash, &i.CreatedAt, &i.TaskID, &i.LeaseTokenHash}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachScheduleGet runs dbsqlc's ScheduleGet, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachScheduleGet(ctx context.Context, db dbsqlc.DBTX, name string, each func(*dbsqlc.CksSchedule)) error {
+	rows, err := db.Query(ctx, dbsqlc.ScheduleGet, name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksSchedule
+	dest := []any{&i.Name, &i.Cron, &i.TimeZone, &i.Misfire, &i.Task, &i.Paused, &i.PausedBy, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.LastSlot, &i.LastFiredAt, &i.LastTaskID}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachScheduleGetForUpdate runs dbsqlc's ScheduleGetForUpdate, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachScheduleGetForUpdate(ctx context.Context, db dbsqlc.DBTX, name string, each func(*dbsqlc.CksSchedule)) error {
+	rows, err := db.Query(ctx, dbsqlc.ScheduleGetForUpdate, name)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksSchedule
+	dest := []any{&i.Name, &i.Cron, &i.TimeZone, &i.Misfire, &i.Task, &i.Paused, &i.PausedBy, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.LastSlot, &i.LastFiredAt, &i.LastTaskID}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachScheduleList runs dbsqlc's ScheduleList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachScheduleList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksSchedule)) error {
+	rows, err := db.Query(ctx, dbsqlc.ScheduleList)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksSchedule
+	dest := []any{&i.Name, &i.Cron, &i.TimeZone, &i.Misfire, &i.Task, &i.Paused, &i.PausedBy, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.LastSlot, &i.LastFiredAt, &i.LastTaskID}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -3353,6 +3461,59 @@ func (e *executor) LeaderResign(ctx context.Context, name string, leaderID strin
 		return false, mapErr("leader resign", err)
 	}
 	return x > 0, nil
+}
+
+// ScheduleInsert implements driver.Executor with dbsqlc's ScheduleInsert.
+func (e *executor) ScheduleInsert(ctx context.Context, arg driver.ScheduleRow) error {
+	return mapErr("schedule insert", e.d.q.ScheduleInsert(ctx, e.db, scheduleInsertParams(arg)))
+}
+
+// ScheduleGet implements driver.Executor with the query its params choose.
+func (e *executor) ScheduleGet(ctx context.Context, p driver.ScheduleGetParams) ([]driver.ScheduleRow, error) {
+	out := []driver.ScheduleRow{}
+	add := func(r *dbsqlc.CksSchedule) { out = append(out, scheduleRowOf(*r)) }
+	var err error
+	switch {
+	case p.Lock == driver.LockNone:
+		err = eachScheduleGet(ctx, e.db, p.Name, add)
+	case p.Lock == driver.LockUpdate:
+		err = eachScheduleGetForUpdate(ctx, e.db, p.Name, add)
+	default:
+		return nil, fmt.Errorf("postgres: schedule get: unsupported lock %d", p.Lock)
+	}
+	if err != nil {
+		return nil, mapErr("schedule get", err)
+	}
+	return out, nil
+}
+
+// ScheduleList implements driver.Executor with dbsqlc's ScheduleList.
+func (e *executor) ScheduleList(ctx context.Context) ([]driver.ScheduleRow, error) {
+	out := []driver.ScheduleRow{}
+	add := func(r *dbsqlc.CksSchedule) { out = append(out, scheduleRowOf(*r)) }
+	err := eachScheduleList(ctx, e.db, add)
+	if err != nil {
+		return nil, mapErr("schedule list", err)
+	}
+	return out, nil
+}
+
+// ScheduleUpdate implements driver.Executor with dbsqlc's ScheduleUpdate.
+func (e *executor) ScheduleUpdate(ctx context.Context, arg driver.ScheduleRow) (int, error) {
+	x, err := e.d.q.ScheduleUpdate(ctx, e.db, scheduleUpdateParams(arg))
+	if err != nil {
+		return 0, mapErr("schedule update", err)
+	}
+	return int(x), nil
+}
+
+// ScheduleDelete implements driver.Executor with dbsqlc's ScheduleDelete.
+func (e *executor) ScheduleDelete(ctx context.Context, name string) (int, error) {
+	x, err := e.d.q.ScheduleDelete(ctx, e.db, name)
+	if err != nil {
+		return 0, mapErr(fmt.Sprint("schedule delete ", name), err)
+	}
+	return int(x), nil
 }
 
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.

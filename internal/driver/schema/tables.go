@@ -24,6 +24,7 @@ func Tables() []Table {
 		sweeperPasses(),
 		pausedTypes(),
 		leaders(),
+		schedules(),
 		objects(),
 		objectVersions(),
 		edges(),
@@ -537,6 +538,32 @@ func leaders() Table {
 		// Postgres by the database's clock).
 		Name:    "cks_leaders",
 		Columns: []Column{textKey("name"), text("leader_id"), at("elected_at"), at("expires_at")},
+	}
+}
+
+func schedules() Table {
+	return Table{
+		// Issue 42: one row per schedule (cks.Schedule). task is the JSON
+		// of its task template (cks.ScheduleTask), kept byte for byte.
+		// last_slot is the latest slot dealt with (fired or skipped), the
+		// mark the leader's fire moves in the transaction that creates the
+		// slot's task, so a slot fires once; NULL before the first.
+		Name: "cks_schedules",
+		Columns: []Column{
+			textKey("name"),
+			text("cron"),
+			text("time_zone"),
+			text("misfire"),
+			{Name: "task", Type: Text, NotNull: true, Default: EmptyObject},
+			{Name: "paused", Type: Bool, NotNull: true},
+			textOr("paused_by"),
+			textOr("created_by"),
+			at("created_at"),
+			at("updated_at"),
+			{Name: "last_slot", Type: Time},
+			{Name: "last_fired_at", Type: Time},
+			{Name: "last_task_id", Type: BigInt, NotNull: true, Default: Zero},
+		},
 	}
 }
 

@@ -328,6 +328,53 @@ func principalRowsOf(rows []dbsqlc.CksPrincipal) ([]driver.PrincipalRow, error) 
 	return out, nil
 }
 
+// scheduleRowOf reads a dbsqlc.CksSchedule as a driver.ScheduleRow.
+func scheduleRowOf(r dbsqlc.CksSchedule) (driver.ScheduleRow, error) {
+	createdAt, err := parseTime(r.CreatedAt)
+	if err != nil {
+		return driver.ScheduleRow{}, fmt.Errorf("ScheduleRow CreatedAt: %w", err)
+	}
+	updatedAt, err := parseTime(r.UpdatedAt)
+	if err != nil {
+		return driver.ScheduleRow{}, fmt.Errorf("ScheduleRow UpdatedAt: %w", err)
+	}
+	lastSlot, err := parseNullTime(r.LastSlot)
+	if err != nil {
+		return driver.ScheduleRow{}, fmt.Errorf("ScheduleRow LastSlot: %w", err)
+	}
+	lastFiredAt, err := parseNullTime(r.LastFiredAt)
+	if err != nil {
+		return driver.ScheduleRow{}, fmt.Errorf("ScheduleRow LastFiredAt: %w", err)
+	}
+	return driver.ScheduleRow{
+		Name:        r.Name,
+		Cron:        r.Cron,
+		TimeZone:    r.TimeZone,
+		Misfire:     r.Misfire,
+		Task:        r.Task,
+		Paused:      r.Paused,
+		PausedBy:    r.PausedBy,
+		CreatedBy:   r.CreatedBy,
+		CreatedAt:   createdAt,
+		UpdatedAt:   updatedAt,
+		LastSlot:    lastSlot,
+		LastFiredAt: lastFiredAt,
+		LastTaskID:  r.LastTaskID,
+	}, nil
+}
+
+// scheduleRowsOf reads rows with scheduleRowOf.
+func scheduleRowsOf(rows []dbsqlc.CksSchedule) ([]driver.ScheduleRow, error) {
+	out := make([]driver.ScheduleRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = scheduleRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // sessionRowOf reads a dbsqlc.CksSession as a driver.SessionRow.
 func sessionRowOf(r dbsqlc.CksSession) (driver.SessionRow, error) {
 	createdAt, err := parseTime(r.CreatedAt)
@@ -891,6 +938,38 @@ func principalInsertParams(p driver.PrincipalRow) dbsqlc.PrincipalInsertParams {
 		CreatedAt:      fmtTime(p.CreatedAt),
 		TaskID:         nullable.Int(p.TaskID),
 		LeaseTokenHash: nullable.String(p.LeaseTokenHash),
+	}
+}
+
+// scheduleInsertParams writes a driver.ScheduleRow as dbsqlc.ScheduleInsertParams.
+func scheduleInsertParams(p driver.ScheduleRow) dbsqlc.ScheduleInsertParams {
+	return dbsqlc.ScheduleInsertParams{
+		Name:        p.Name,
+		Cron:        p.Cron,
+		TimeZone:    p.TimeZone,
+		Misfire:     p.Misfire,
+		Task:        p.Task,
+		Paused:      p.Paused,
+		PausedBy:    p.PausedBy,
+		CreatedBy:   p.CreatedBy,
+		CreatedAt:   fmtTime(p.CreatedAt),
+		UpdatedAt:   fmtTime(p.UpdatedAt),
+		LastSlot:    fmtNullTime(p.LastSlot),
+		LastFiredAt: fmtNullTime(p.LastFiredAt),
+		LastTaskID:  p.LastTaskID,
+	}
+}
+
+// scheduleUpdateParams writes a driver.ScheduleRow as dbsqlc.ScheduleUpdateParams.
+func scheduleUpdateParams(p driver.ScheduleRow) dbsqlc.ScheduleUpdateParams {
+	return dbsqlc.ScheduleUpdateParams{
+		Paused:      p.Paused,
+		PausedBy:    p.PausedBy,
+		UpdatedAt:   fmtTime(p.UpdatedAt),
+		LastSlot:    fmtNullTime(p.LastSlot),
+		LastFiredAt: fmtNullTime(p.LastFiredAt),
+		LastTaskID:  p.LastTaskID,
+		Name:        p.Name,
 	}
 }
 
@@ -1996,6 +2075,59 @@ func (e *executor) LeaderResign(ctx context.Context, name string, leaderID strin
 			return mapErr("leader resign", err)
 		}
 		out = x > 0
+		return nil
+	})
+	return out, err
+}
+
+// ScheduleInsert implements driver.Executor with dbsqlc's ScheduleInsert.
+func (e *executor) ScheduleInsert(ctx context.Context, arg driver.ScheduleRow) error {
+	return e.write(ctx, "schedule insert", func(w *wtx) error {
+		return mapErr("schedule insert", e.d.q.ScheduleInsert(ctx, w, scheduleInsertParams(arg)))
+	})
+}
+
+// ScheduleGet implements driver.Executor with dbsqlc's ScheduleGet.
+func (e *executor) ScheduleGet(ctx context.Context, p driver.ScheduleGetParams) ([]driver.ScheduleRow, error) {
+	x, err := e.d.q.ScheduleGet(ctx, e.read, p.Name)
+	if err != nil {
+		return nil, mapErr("schedule get", err)
+	}
+	return scheduleRowsOf(x)
+}
+
+// ScheduleList implements driver.Executor with dbsqlc's ScheduleList.
+func (e *executor) ScheduleList(ctx context.Context) ([]driver.ScheduleRow, error) {
+	x, err := e.d.q.ScheduleList(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("schedule list", err)
+	}
+	return scheduleRowsOf(x)
+}
+
+// ScheduleUpdate implements driver.Executor with dbsqlc's ScheduleUpdate.
+func (e *executor) ScheduleUpdate(ctx context.Context, arg driver.ScheduleRow) (int, error) {
+	var out int
+	err := e.write(ctx, "schedule update", func(w *wtx) error {
+		x, err := e.d.q.ScheduleUpdate(ctx, w, scheduleUpdateParams(arg))
+		if err != nil {
+			return mapErr("schedule update", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
+}
+
+// ScheduleDelete implements driver.Executor with dbsqlc's ScheduleDelete.
+func (e *executor) ScheduleDelete(ctx context.Context, name string) (int, error) {
+	var out int
+	err := e.write(ctx, fmt.Sprint("schedule delete ", name), func(w *wtx) error {
+		x, err := e.d.q.ScheduleDelete(ctx, w, name)
+		if err != nil {
+			return mapErr(fmt.Sprint("schedule delete ", name), err)
+		}
+		out = int(x)
 		return nil
 	})
 	return out, err

@@ -49,17 +49,18 @@ var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermSto
 
 // Roots of the resource tree. A resource is "/", a root, or a root followed by
 // one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID,
-// /types/TYPE (TypeResource).
+// /schedules/NAME, /types/TYPE (TypeResource).
 const (
 	ResourceRoot      = "/"
 	ResourceTasks     = "/tasks"
 	ResourceSweepers  = "/sweepers"
 	ResourceProcesses = "/processes"
 	ResourceObjects   = "/objects"
+	ResourceSchedules = "/schedules"
 	ResourceTypes     = "/types"
 )
 
-var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects, ResourceTypes}
+var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects, ResourceSchedules, ResourceTypes}
 
 // TypeResource returns /types/TYPE, the resource of a task type's flow
 // control (pause_type). A type may hold "/" (repo/build), so the segment is
@@ -85,7 +86,7 @@ func validPermission(perm string) error {
 
 // ValidResource reports whether res is a node of the resource tree: "/",
 // /tasks, /tasks/ID (a positive integer), /sweepers, /sweepers/ID, /processes,
-// /processes/KIND, /objects, /objects/ID, /types or /types/TYPE.
+// /processes/KIND, /objects, /objects/ID, /schedules, /schedules/NAME, /types or /types/TYPE.
 func ValidResource(res string) error {
 	if res == ResourceRoot {
 		return nil

@@ -34,7 +34,7 @@ func checkResource(t *testing.T, res string) {
 		return
 	}
 	segs := segments(res)
-	roots := []string{auth.ResourceTasks, auth.ResourceSweepers, auth.ResourceProcesses, auth.ResourceObjects, auth.ResourceTypes}
+	roots := []string{auth.ResourceTasks, auth.ResourceSweepers, auth.ResourceProcesses, auth.ResourceObjects, auth.ResourceSchedules, auth.ResourceTypes}
 	if !strings.HasPrefix(res, "/") || len(segs) < 1 || len(segs) > 2 || !slices.Contains(roots, "/"+segs[0]) {
 		t.Fatalf("ValidResource accepted %q: not /, a root, or a root and one id", res)
 	}

@@ -50,6 +50,48 @@ func (s *Service) Enqueue(ctx context.Context, n cks.NewTask) (cks.Task, bool, e
 	}
 }
 
+// EnqueueWith makes the creation of tasks and a caller's own record of it
+// one commit: in one write transaction of the ledger, with its time, decide
+// says which tasks to create (none is a choice too), they are enqueued by
+// the rule of EnqueueMany, and record writes what the caller keeps of them
+// (their outcomes, in order). A service that owns a rule of when a task is
+// created — a schedule's slot (package schedule) — so never creates one
+// without its mark, or its mark without the task. The transaction may run
+// again (a retried transaction, a lost dedupe race): decide and record
+// only read, write through ex and assign. An invalid task from decide is
+// a FieldError naming it by index (tasks[0].type) and nothing is written.
+func (s *Service) EnqueueWith(ctx context.Context,
+	decide func(ctx context.Context, ex driver.Executor, now time.Time) ([]cks.NewTask, error),
+	record func(ctx context.Context, ex driver.Executor, now time.Time, created []cks.CreatedTask) error) error {
+	for try := 0; ; try++ {
+		keyed := false
+		err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+			ns, err := decide(ctx, ex, now)
+			if err != nil {
+				return err
+			}
+			valid := make([]cks.NewTask, len(ns))
+			for i, n := range ns {
+				if valid[i], err = n.Validate(); err != nil {
+					return itemError(batchField, i, err)
+				}
+				keyed = keyed || n.DedupeKey != ""
+			}
+			var out []cks.CreatedTask
+			if len(valid) > 0 {
+				if out, err = s.enqueueManyTx(ctx, ex, now, valid, batchField); err != nil {
+					return err
+				}
+			}
+			return record(ctx, ex, now, out)
+		})
+		if isUnique(err) && keyed && try < maxUniqueRetries {
+			continue
+		}
+		return err
+	}
+}
+
 // EnqueueMany enqueues ns in one transaction, each item by the rule of
 // Enqueue as if enqueued one after another in order (an item whose
 // dedupe key an earlier item took gets that item's task, created

@@ -96,7 +96,7 @@ func fixtureOn(t testing.TB, dir datadir.Dir, s *backend.Backend, c *clock.Fake,
 	}
 	bus := &events.Bus{}
 	svc := &ops.Services{Liveness: liveness.NewService(s.Driver(), c), Tasks: s.Tasks, Objects: s.Objects, Sweepers: rt.Sweepers,
-		Clock: c, Principals: s.Principals, Bus: bus, Changes: s.Changes}
+		Clock: c, Principals: s.Principals, Schedules: s.Schedules, Bus: bus, Changes: s.Changes}
 	cfg := api.Config{Services: svc, Version: "test",
 		Studio: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "studio "+r.URL.Path) })}
 	if full {

@@ -265,6 +265,13 @@ func TestNoMCPToolShowsALeaseToken(t *testing.T) {
 				return map[string]any{"question": "Why?"}
 			case mcpserver.ToolGetObject:
 				return map[string]any{"object_id": task}
+			case mcpserver.ToolListSchedules:
+				return nil
+			case mcpserver.ToolCreateSchedule:
+				return map[string]any{"name": "walk", "cron": "@hourly", "task": map[string]any{"type": "t"}}
+			case mcpserver.ToolGetSchedule, mcpserver.ToolPauseSchedule, mcpserver.ToolResumeSchedule,
+				mcpserver.ToolTriggerSchedule, mcpserver.ToolDeleteSchedule:
+				return map[string]any{"name": "walk"}
 			}
 			return map[string]any{"task_id": task}
 		}

@@ -27,7 +27,7 @@ func mcpOverAPI(t *testing.T) (*httptest.Server, *env, cks.Task) {
 	e := newEnv(t)
 	rt := startRuntime(t, e, hub.RuntimeConfig{})
 	mcpserver.Register(e.srv, &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: e.store.Tasks, Principals: e.store.Principals, Sweepers: rt.Sweepers,
-		Objects: e.store.Objects})
+		Objects: e.store.Objects, Schedules: e.store.Schedules})
 	a := api.New(api.Config{Services: &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Principals: e.store.Principals, Clock: e.clock}, MCP: mcpserver.HTTPHandler(e.srv)})
 	hs := httptest.NewServer(a)
 	t.Cleanup(func() { a.CloseStreams(); hs.Close() })
@@ -129,6 +129,13 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolClaimReview:        {"task_id": id},
 		mcpserver.ToolApproveReview:      {"task_id": id, "lease_token": "nope"},
 		mcpserver.ToolRejectReview:       {"task_id": id, "lease_token": "nope"},
+		mcpserver.ToolCreateSchedule:     {"name": "matrix", "cron": "@hourly", "task": map[string]any{"type": "t"}},
+		mcpserver.ToolListSchedules:      nil,
+		mcpserver.ToolGetSchedule:        {"name": "matrix"},
+		mcpserver.ToolPauseSchedule:      {"name": "matrix"},
+		mcpserver.ToolResumeSchedule:     {"name": "matrix"},
+		mcpserver.ToolTriggerSchedule:    {"name": "matrix"},
+		mcpserver.ToolDeleteSchedule:     {"name": "matrix"},
 	}
 	if len(args) != len(mcpserver.Access()) {
 		t.Fatalf("test covers %d tools, Access lists %d", len(args), len(mcpserver.Access()))

@@ -30,7 +30,7 @@ func TestIdempotentHintsHold(t *testing.T) {
 	e := newEnv(t)
 	rt := startRuntime(t, e, hub.RuntimeConfig{})
 	srv := mcpserver.NewServer("v", &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: e.store.Tasks,
-		Objects: e.store.Objects, Sweepers: rt.Sweepers, Principals: e.store.Principals, Clock: e.clock})
+		Objects: e.store.Objects, Sweepers: rt.Sweepers, Principals: e.store.Principals, Schedules: e.store.Schedules, Clock: e.clock})
 	cs := connectInMemory(t, srv)
 	claimed := func(typ string) cks.ClaimedTask {
 		t.Helper()
@@ -69,6 +69,19 @@ func TestIdempotentHintsHold(t *testing.T) {
 			return map[string]any{"task_id": c.ID, "lease_token": c.LeaseToken}
 		},
 		mcpserver.ToolStopAgent: func() map[string]any { return map[string]any{"agent_id": "stale_stop_report"} },
+		mcpserver.ToolPauseSchedule: func() map[string]any {
+			if _, err := e.store.Schedules.Create(ctx(t), cks.NewSchedule{Name: "to-pause", Cron: "@hourly", Task: cks.ScheduleTask{Type: "t"}}); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]any{"name": "to-pause"}
+		},
+		mcpserver.ToolResumeSchedule: func() map[string]any {
+			if _, err := e.store.Schedules.Create(ctx(t), cks.NewSchedule{Name: "to-resume", Cron: "@hourly", Paused: true,
+				Task: cks.ScheduleTask{Type: "t"}}); err != nil {
+				t.Fatal(err)
+			}
+			return map[string]any{"name": "to-resume"}
+		},
 	}
 	tools, err := cs.ListTools(ctx(t), nil)
 	if err != nil {

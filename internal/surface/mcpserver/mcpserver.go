@@ -55,8 +55,16 @@ const (
 	ToolPauseType          = "pause_type"
 	ToolResumeType         = "resume_type"
 	ToolListPausedTypes    = "list_paused_types"
-	ToolSubmitResearch     = "submit_research"
-	ToolGetObject          = "get_object"
+	// The schedules' tools (issue 42).
+	ToolCreateSchedule  = "create_schedule"
+	ToolListSchedules   = "list_schedules"
+	ToolGetSchedule     = "get_schedule"
+	ToolPauseSchedule   = "pause_schedule"
+	ToolResumeSchedule  = "resume_schedule"
+	ToolTriggerSchedule = "trigger_schedule"
+	ToolDeleteSchedule  = "delete_schedule"
+	ToolSubmitResearch  = "submit_research"
+	ToolGetObject       = "get_object"
 	// The worker's tools (the executor and review operations).
 	ToolClaimTasks     = "claim_tasks"
 	ToolMarkRunning    = "mark_running"
@@ -85,6 +93,8 @@ const Instructions = "cks is a control plane for fleets of AI agents: a task led
 	"get_task, create_task, …); workers lease and work them. " + ops.WorkerProtocol +
 	" The knowledge store: submit_research, then get_object until the question is resolved or needs_input; " +
 	"list_objects, list_object_versions and write_object_version (a write from a base that is no longer a head forks the object). " +
+	"Schedules create a task from a template at each slot of a cron expression: create_schedule, list_schedules (with " +
+	"each one's next five fire times), get_schedule, pause_schedule, resume_schedule, trigger_schedule, delete_schedule. " +
 	"Every refusal is a tool error in the words of the HTTP API."
 
 // ServerOptions tune a server NewServerWith makes.

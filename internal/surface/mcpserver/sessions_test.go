@@ -33,7 +33,7 @@ func newSessionHub(t *testing.T, o mcpserver.HTTPOptions) *sessionHub {
 	t.Helper()
 	e := newEnv(t)
 	svc := &ops.Services{Liveness: liveness.NewService(e.store.Driver(), e.clock), Tasks: e.store.Tasks, Objects: e.store.Objects,
-		Principals: e.store.Principals, Bus: &events.Bus{}, Clock: e.clock}
+		Principals: e.store.Principals, Schedules: e.store.Schedules, Bus: &events.Bus{}, Clock: e.clock}
 	o.Clock = e.clock
 	h := mcpserver.NewHTTP(mcpserver.NewServerWith("v", svc, mcpserver.ServerOptions{ProgressEvery: time.Second}), o)
 	a := api.New(api.Config{Services: svc, MCP: h})

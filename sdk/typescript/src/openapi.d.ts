@@ -209,6 +209,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * every schedule with its next five fire times and its last fire
+         * @description Every schedule, by name, under "schedules": its expression, zone, misfire policy and task template, whether it is paused and by whom, next_runs (its next five slots; none while paused), last_slot, last_fired_at and last_task_id. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        get: operations["list_schedules"];
+        put?: never;
+        /**
+         * create a schedule: a task from a template at each slot of a cron expression
+         * @description Create a schedule, running (or paused with paused true); its first slot is the first after now. Answers the schedule with its next_runs. A name already taken is a conflict. Needs create on /schedules. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        post: operations["create_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * one schedule with its next five fire times and its last fire
+         * @description One schedule, in the shape of a list_schedules row. An unknown name is not_found. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        get: operations["get_schedule"];
+        put?: never;
+        post?: never;
+        /**
+         * delete a schedule (its tasks stay)
+         * @description Delete a schedule: no slot of it fires any more; the tasks it created stay. An unknown name is not_found. Needs control on /schedules/NAME. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        delete: operations["delete_schedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * stop a schedule firing until resumed (persistent)
+         * @description Pause a schedule: no slot fires until resume_schedule, on any hub; paused_by records the caller. Pausing a paused schedule changes nothing. Needs control on /schedules/NAME. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        post: operations["pause_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * let a paused schedule fire again, from its next slot
+         * @description Resume a paused schedule: it fires from the first slot after now; the slots that passed while it was paused are not owed, at either misfire policy. Resuming a running schedule changes nothing. Needs control on /schedules/NAME. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        post: operations["resume_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{name}/trigger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * fire a schedule now, once
+         * @description Fire a schedule now, once, paused or not: a task from its template, created by the caller, outside its slots (its last_slot does not move: the next slot fires as it would have). Answers the schedule and the task. Needs control on /schedules/NAME. A schedule creates a task from its template (task: type, title, description, payload, priority, max_attempts) at each slot of its cron expression (five fields, a descriptor such as @hourly, or "@every 30s", whose slots are whole multiples of the interval) read in its time_zone (IANA, default UTC). The maintenance leader among the hubs on the database fires each slot exactly once: the task and the schedule's mark (last_slot) are one commit, and the task's dedupe_key names the slot (schedule:NAME@TIME). A slot no hub fired within a minute (every hub down, a failover) is a misfire: misfire skip lets it go (the next slot fires), run_once creates one task for all the slots missed. Resources: /schedules and /schedules/NAME.
+         */
+        post: operations["trigger_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -1403,6 +1511,23 @@ export interface components {
             /** @description the lease token its claim (or review claim) answered */
             lease_token: string;
         };
+        NewSchedule: {
+            /** @description when it fires: five fields (minute hour day-of-month month day-of-week, "*\/5 * * * *"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly) or "@every 30s" (at least 1s; slots at whole multiples) */
+            cron: string;
+            /**
+             * @description what a slot no hub fired within a minute becomes: skip (default: let go) or run_once (one task for the missed slots)
+             * @enum {string}
+             */
+            misfire?: "skip" | "run_once";
+            /** @description the schedule's name: letters, digits and _ - . : (its resource is /schedules/NAME) */
+            name: string;
+            /** @description create it paused (resume_schedule starts it) */
+            paused?: boolean;
+            /** @description the task each slot creates: type (required), title, description, payload, priority, max_attempts */
+            task: components["schemas"]["ScheduleTask"];
+            /** @description the IANA time zone the expression is read in, such as Europe/Berlin (default UTC) */
+            time_zone?: string;
+        };
         NewTask: {
             /** @description how to tell it is done */
             acceptance_criteria?: string;
@@ -1658,6 +1783,79 @@ export interface components {
             lease_token: string;
             /** @description the reviewer's note */
             note?: string;
+        };
+        Schedule: {
+            /** @description when it was created */
+            created_at: string;
+            /** @description who created it */
+            created_by: string;
+            /** @description when it fires: five fields (minute hour day-of-month month day-of-week), a descriptor (@hourly …) or @every INTERVAL */
+            cron: string;
+            /** @description when it last created a task (a slot's or a trigger's); absent before the first */
+            last_fired_at?: null | string;
+            /** @description the latest slot the schedule dealt with (fired, or skipped by misfire skip); absent before the first */
+            last_slot?: null | string;
+            /** @description the task its last fire created; absent before the first */
+            last_task_id?: number;
+            /** @description what a slot no hub fired within a minute becomes: skip (let go) or run_once (one task for all the slots missed) */
+            misfire: string;
+            /** @description the schedule's name (its resource is /schedules/NAME) */
+            name: string;
+            /** @description its next five slots; none while paused */
+            next_runs: null | string[];
+            /** @description whether the schedule is paused (no slot fires) */
+            paused: boolean;
+            /** @description who paused it; absent when running */
+            paused_by?: string;
+            /** @description the task as it now stands */
+            task: {
+                /** @description what to do */
+                description?: string;
+                /** @description attempts before a task is dead-lettered as FAILED (default 3) */
+                max_attempts?: number;
+                /** @description the task's payload, any JSON value */
+                payload?: components["schemas"]["JSONValue"];
+                /** @description 0 (lowest, default) to 1000; higher is claimed first */
+                priority?: number;
+                /** @description their title */
+                title?: string;
+                /** @description the type of the tasks it creates; agents claim tasks by type */
+                type: string;
+            };
+            /** @description the IANA time zone the expression is read in */
+            time_zone: string;
+            /** @description when it last changed */
+            updated_at: string;
+        };
+        ScheduleFired: {
+            /** @description the schedule after the fire */
+            schedule: components["schemas"]["Schedule"];
+            /** @description the task as it now stands */
+            task: components["schemas"]["Task"];
+        };
+        ScheduleList: {
+            /** @description every schedule, by name */
+            schedules: null | components["schemas"]["Schedule"][];
+        };
+        ScheduleTask: {
+            /** @description what to do */
+            description?: string;
+            /**
+             * @description attempts before a task is dead-lettered as FAILED (default 3)
+             * @default 3
+             */
+            max_attempts?: number;
+            /** @description the task's payload, any JSON value (nested at most 64 levels deep, at most 262144 bytes as stored: numbers in plain decimal form) */
+            payload?: components["schemas"]["JSONValue"];
+            /**
+             * @description 0 (lowest, default) to 1000; higher is claimed first
+             * @default 0
+             */
+            priority?: number;
+            /** @description their title */
+            title?: string;
+            /** @description the type of the tasks it creates; agents claim tasks by type */
+            type: string;
         };
         Session: {
             /** @description when it was created */
@@ -2596,6 +2794,284 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ProcessStopResult"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_schedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description every schedule with its next five fire times and its last fire */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    create_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSchedule"];
+            };
+        };
+        responses: {
+            /** @description create a schedule: a task from a template at each slot of a cron expression */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description one schedule with its next five fire times and its last fire */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description delete a schedule (its tasks stay) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    pause_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description stop a schedule firing until resumed (persistent) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resume_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description let a paused schedule fire again, from its next slot */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    trigger_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description fire a schedule now, once */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleFired"];
                 };
             };
             /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */

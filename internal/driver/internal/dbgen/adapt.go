@@ -65,6 +65,7 @@ var rowOf = map[string]string{
 	"CksSession":                 "SessionRow",
 	"CksSweeperPass":             "SweeperPassRow",
 	"CksPausedType":              "PausedTypeRow",
+	"CksSchedule":                "ScheduleRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
 }
 

@@ -162,6 +162,23 @@ type CksPrincipal struct {
 	LeaseTokenHash *string
 }
 
+// CksSchedule is a row of cks_schedules.
+type CksSchedule struct {
+	Name        string
+	Cron        string
+	TimeZone    string
+	Misfire     string
+	Task        string
+	Paused      bool
+	PausedBy    string
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	LastSlot    pgtype.Timestamptz
+	LastFiredAt pgtype.Timestamptz
+	LastTaskID  int64
+}
+
 // CksSession is a row of cks_sessions.
 type CksSession struct {
 	SessionID   string
@@ -1746,6 +1763,82 @@ DELETE FROM cks_transition_log WHERE seq = ANY($1::bigint[])
 func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs []int64) error {
 	_, err := db.Exec(ctx, TransitionPurgeRows, seqs)
 	return err
+}
+
+const ScheduleInsert = `-- name: ScheduleInsert :exec
+INSERT INTO cks_schedules (name, cron, time_zone, misfire, task, paused, paused_by, created_by,
+    created_at, updated_at, last_slot, last_fired_at, last_task_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+    $9, $10, $11, $12, $13)
+`
+
+type ScheduleInsertParams struct {
+	Name        string
+	Cron        string
+	TimeZone    string
+	Misfire     string
+	Task        string
+	Paused      bool
+	PausedBy    string
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	LastSlot    pgtype.Timestamptz
+	LastFiredAt pgtype.Timestamptz
+	LastTaskID  int64
+}
+
+func (q *Queries) ScheduleInsert(ctx context.Context, db DBTX, arg ScheduleInsertParams) error {
+	_, err := db.Exec(ctx, ScheduleInsert, arg.Name, arg.Cron, arg.TimeZone, arg.Misfire, arg.Task, arg.Paused, arg.PausedBy, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.LastSlot, arg.LastFiredAt, arg.LastTaskID)
+	return err
+}
+
+const ScheduleGet = `-- name: ScheduleGet :many
+SELECT name, cron, time_zone, misfire, task, paused, paused_by, created_by, created_at, updated_at, last_slot, last_fired_at, last_task_id FROM cks_schedules WHERE name = $1 
+`
+
+const ScheduleGetForUpdate = `-- name: ScheduleGetForUpdate :many
+SELECT name, cron, time_zone, misfire, task, paused, paused_by, created_by, created_at, updated_at, last_slot, last_fired_at, last_task_id FROM cks_schedules WHERE name = $1 FOR UPDATE
+`
+
+const ScheduleList = `-- name: ScheduleList :many
+SELECT name, cron, time_zone, misfire, task, paused, paused_by, created_by, created_at, updated_at, last_slot, last_fired_at, last_task_id FROM cks_schedules ORDER BY name
+`
+
+const ScheduleUpdate = `-- name: ScheduleUpdate :execrows
+UPDATE cks_schedules SET paused = $1, paused_by = $2, updated_at = $3,
+    last_slot = $4, last_fired_at = $5, last_task_id = $6
+WHERE name = $7
+`
+
+type ScheduleUpdateParams struct {
+	Paused      bool
+	PausedBy    string
+	UpdatedAt   time.Time
+	LastSlot    pgtype.Timestamptz
+	LastFiredAt pgtype.Timestamptz
+	LastTaskID  int64
+	Name        string
+}
+
+func (q *Queries) ScheduleUpdate(ctx context.Context, db DBTX, arg ScheduleUpdateParams) (int64, error) {
+	result, err := db.Exec(ctx, ScheduleUpdate, arg.Paused, arg.PausedBy, arg.UpdatedAt, arg.LastSlot, arg.LastFiredAt, arg.LastTaskID, arg.Name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const ScheduleDelete = `-- name: ScheduleDelete :execrows
+DELETE FROM cks_schedules WHERE name = $1
+`
+
+func (q *Queries) ScheduleDelete(ctx context.Context, db DBTX, name string) (int64, error) {
+	result, err := db.Exec(ctx, ScheduleDelete, name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const TaskInsertMany = `-- name: TaskInsertMany :many

@@ -160,6 +160,23 @@ type CksPrincipal struct {
 	LeaseTokenHash *string
 }
 
+// CksSchedule is a row of cks_schedules.
+type CksSchedule struct {
+	Name        string
+	Cron        string
+	TimeZone    string
+	Misfire     string
+	Task        string
+	Paused      bool
+	PausedBy    string
+	CreatedBy   string
+	CreatedAt   string
+	UpdatedAt   string
+	LastSlot    *string
+	LastFiredAt *string
+	LastTaskID  int64
+}
+
 // CksSession is a row of cks_sessions.
 type CksSession struct {
 	SessionID   string
@@ -2153,6 +2170,124 @@ DELETE FROM cks_transition_log WHERE seq IN (SELECT value FROM json_each(CAST(?1
 func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs string) error {
 	_, err := db.ExecContext(ctx, transitionPurgeRows, seqs)
 	return err
+}
+
+const scheduleInsert = `-- name: ScheduleInsert :exec
+INSERT INTO cks_schedules (name, cron, time_zone, misfire, task, paused, paused_by, created_by,
+    created_at, updated_at, last_slot, last_fired_at, last_task_id)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+    ?9, ?10, ?11, ?12, ?13)
+`
+
+type ScheduleInsertParams struct {
+	Name        string
+	Cron        string
+	TimeZone    string
+	Misfire     string
+	Task        string
+	Paused      bool
+	PausedBy    string
+	CreatedBy   string
+	CreatedAt   string
+	UpdatedAt   string
+	LastSlot    *string
+	LastFiredAt *string
+	LastTaskID  int64
+}
+
+func (q *Queries) ScheduleInsert(ctx context.Context, db DBTX, arg ScheduleInsertParams) error {
+	_, err := db.ExecContext(ctx, scheduleInsert, arg.Name, arg.Cron, arg.TimeZone, arg.Misfire, arg.Task, arg.Paused, arg.PausedBy, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.LastSlot, arg.LastFiredAt, arg.LastTaskID)
+	return err
+}
+
+const scheduleGet = `-- name: ScheduleGet :many
+SELECT name, cron, time_zone, misfire, task, paused, paused_by, created_by, created_at, updated_at, last_slot, last_fired_at, last_task_id FROM cks_schedules WHERE name = ?1
+`
+
+func (q *Queries) ScheduleGet(ctx context.Context, db DBTX, name string) ([]CksSchedule, error) {
+	rows, err := db.QueryContext(ctx, scheduleGet, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksSchedule
+	for rows.Next() {
+		var i CksSchedule
+		if err := rows.Scan(&i.Name, &i.Cron, &i.TimeZone, &i.Misfire, &i.Task, &i.Paused, &i.PausedBy, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.LastSlot, &i.LastFiredAt, &i.LastTaskID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduleList = `-- name: ScheduleList :many
+SELECT name, cron, time_zone, misfire, task, paused, paused_by, created_by, created_at, updated_at, last_slot, last_fired_at, last_task_id FROM cks_schedules ORDER BY name
+`
+
+func (q *Queries) ScheduleList(ctx context.Context, db DBTX) ([]CksSchedule, error) {
+	rows, err := db.QueryContext(ctx, scheduleList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksSchedule
+	for rows.Next() {
+		var i CksSchedule
+		if err := rows.Scan(&i.Name, &i.Cron, &i.TimeZone, &i.Misfire, &i.Task, &i.Paused, &i.PausedBy, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.LastSlot, &i.LastFiredAt, &i.LastTaskID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const scheduleUpdate = `-- name: ScheduleUpdate :execrows
+UPDATE cks_schedules SET paused = ?1, paused_by = ?2, updated_at = ?3,
+    last_slot = ?4, last_fired_at = ?5, last_task_id = ?6
+WHERE name = ?7
+`
+
+type ScheduleUpdateParams struct {
+	Paused      bool
+	PausedBy    string
+	UpdatedAt   string
+	LastSlot    *string
+	LastFiredAt *string
+	LastTaskID  int64
+	Name        string
+}
+
+func (q *Queries) ScheduleUpdate(ctx context.Context, db DBTX, arg ScheduleUpdateParams) (int64, error) {
+	result, err := db.ExecContext(ctx, scheduleUpdate, arg.Paused, arg.PausedBy, arg.UpdatedAt, arg.LastSlot, arg.LastFiredAt, arg.LastTaskID, arg.Name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const scheduleDelete = `-- name: ScheduleDelete :execrows
+DELETE FROM cks_schedules WHERE name = ?1
+`
+
+func (q *Queries) ScheduleDelete(ctx context.Context, db DBTX, name string) (int64, error) {
+	result, err := db.ExecContext(ctx, scheduleDelete, name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const taskInsert = `-- name: TaskInsert :execlastid

@@ -170,6 +170,22 @@ CREATE TABLE IF NOT EXISTS cks_leaders (
     expires_at TEXT NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS cks_schedules (
+    name TEXT PRIMARY KEY,
+    cron TEXT NOT NULL,
+    time_zone TEXT NOT NULL,
+    misfire TEXT NOT NULL,
+    task TEXT NOT NULL DEFAULT '{}',
+    paused BOOLEAN NOT NULL,
+    paused_by TEXT NOT NULL DEFAULT '',
+    created_by TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    last_slot TEXT,
+    last_fired_at TEXT,
+    last_task_id INTEGER NOT NULL DEFAULT 0
+);
+
 CREATE TABLE IF NOT EXISTS cks_objects (
     object_id INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,
