@@ -92,7 +92,7 @@ func TestDelayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Tasks != 5 || r.Early != 0 || r.LatenessP50 < 0 {
+		if r.Tasks != 3 || r.Early != 0 || r.LatenessP50 < 0 {
 			t.Fatalf("result %+v", r)
 		}
 		t.Logf("delayed-task lateness p50 %s, p99 %s, max %s", r.LatenessP50, r.LatenessP99, r.LatenessMax)
