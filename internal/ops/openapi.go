@@ -90,6 +90,8 @@ var apiTags = []struct{ name, description string }{
 	{"tasks", "the task ledger: the operator's operations and the worker protocol"},
 	{"processes", "the standalone agent processes: liveness and graceful stops"},
 	{"sweepers", "the hub's background sweepers"},
+	{"types", "task types held fleet-wide (pause and resume)"},
+	{"schedules", "schedules: tasks created at the slots of cron expressions"},
 	{"objects", "the knowledge store and the research pipeline"},
 	{"tokens", "bearer tokens and their grants"},
 	{"sessions", "studio sign-ins"},
