@@ -155,21 +155,11 @@ func cmdBenchAbort(ctx context.Context, args []string, e env) error {
 	if *rounds < 1 {
 		return fmt.Errorf("%w: --rounds must be positive", errUsage)
 	}
-	url, cleanup, err := scratchStore(ctx, *database)
+	agent, op, cleanup, err := openScratchPair(ctx, *database)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	agent, err := backend.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer agent.Close()
-	op, err := backend.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer op.Close()
 	fmt.Fprintf(e.stderr, "bench abort: %s, %d rounds\n", op.Dialect(), *rounds)
 	r, err := bench.Abort(ctx, agent, op, bench.AbortConfig{Rounds: *rounds,
 		Progress: progressLine(e)})
@@ -202,21 +192,11 @@ func cmdBenchDelayed(ctx context.Context, args []string, e env) error {
 	if *tasks < 1 || *spacing <= 0 || *lead <= 0 || *poll <= 0 {
 		return fmt.Errorf("%w: --tasks, --spacing, --lead and --poll-interval must be positive", errUsage)
 	}
-	url, cleanup, err := scratchStore(ctx, *database)
+	agent, op, cleanup, err := openScratchPair(ctx, *database)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	agent, err := backend.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer agent.Close()
-	op, err := backend.Open(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer op.Close()
 	fmt.Fprintf(e.stderr, "bench delayed: %s, %d tasks %s apart\n", op.Dialect(), *tasks, *spacing)
 	r, err := bench.Delayed(ctx, agent, op, bench.DelayedConfig{Tasks: *tasks, Spacing: *spacing, Lead: *lead, PollInterval: *poll})
 	if err != nil {
@@ -271,6 +251,26 @@ func openScratch(ctx context.Context, database string) (*backend.Backend, func()
 		return nil, nil, err
 	}
 	return st, func() { st.Close(); cleanup() }, nil
+}
+
+// openScratchPair opens two handles on one fresh scratch database, as an
+// agent's process and an operator's hub would hold: the returned function
+// closes both and drops the database.
+func openScratchPair(ctx context.Context, database string) (agent, op *backend.Backend, cleanup func(), err error) {
+	url, drop, err := scratchStore(ctx, database)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if agent, err = backend.Open(ctx, url); err != nil {
+		drop()
+		return nil, nil, nil, err
+	}
+	if op, err = backend.Open(ctx, url); err != nil {
+		agent.Close()
+		drop()
+		return nil, nil, nil, err
+	}
+	return agent, op, func() { op.Close(); agent.Close(); drop() }, nil
 }
 
 // scratchStore returns the URL of an empty store for one run and its cleanup.
