@@ -157,6 +157,10 @@ type TaskPatch struct {
 	// (as NewTask.ExpiresAt, with the same bounds). Not material: a
 	// running attempt keeps running until then.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// ConcurrencyKeys replaces the task's concurrency keys ([] removes
+	// them). Not material: a running attempt keeps running and is counted
+	// under its new keys from the update on.
+	ConcurrencyKeys *[]string `json:"concurrency_keys,omitempty"`
 }
 
 // Delays reports whether p sets when the task may be claimed (RunAfter or
@@ -172,7 +176,7 @@ func (p TaskPatch) Material() bool {
 // Empty reports whether p changes nothing.
 func (p TaskPatch) Empty() bool {
 	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0 && p.AttemptTimeout == "" && !p.Delays() &&
-		p.ExpiresAt.IsZero()
+		p.ExpiresAt.IsZero() && p.ConcurrencyKeys == nil
 }
 
 // Validate reports the first field of p that Update must refuse, and returns
@@ -204,6 +208,13 @@ func (p TaskPatch) Validate() (TaskPatch, error) {
 	}
 	if _, err := ParseAttemptTimeout("attempt_timeout", p.AttemptTimeout); err != nil {
 		return p, err
+	}
+	if p.ConcurrencyKeys != nil {
+		keys, err := ValidateConcurrencyKeys("concurrency_keys", *p.ConcurrencyKeys)
+		if err != nil {
+			return p, err
+		}
+		p.ConcurrencyKeys = &keys
 	}
 	if p.Delay != "" && !p.RunAfter.IsZero() {
 		return p, fieldError("run_after", "either run_after or delay, not both")
@@ -303,7 +314,7 @@ func (p TaskPatch) Fields() []string {
 		{"add_depends_on", len(p.AddDependsOn) > 0}, {"remove_depends_on", len(p.RemoveDependsOn) > 0},
 		{"add_children", len(p.AddChildren) > 0}, {"cancel_children", len(p.CancelChildren) > 0},
 		{"attempt_timeout", p.AttemptTimeout != ""}, {"run_after", !p.RunAfter.IsZero()}, {"delay", p.Delay != ""},
-		{"expires_at", !p.ExpiresAt.IsZero()},
+		{"expires_at", !p.ExpiresAt.IsZero()}, {"concurrency_keys", p.ConcurrencyKeys != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)

@@ -1,9 +1,16 @@
 package cks
 
-import "time"
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Flow control (issue 42): rules that decide when a task may be claimed
-// beyond its own state — for now, the task types paused fleet-wide.
+// beyond its own state: the task types paused fleet-wide, and the
+// concurrency limits on the keys tasks carry.
 
 // PausedType is a task type the claims of every hub and agent skip until it
 // is resumed (pause_type): its OPEN tasks stay OPEN, and attempts already
@@ -36,4 +43,163 @@ type TypeResumed struct {
 // PausedTypeList is the output of list_paused_types, by type.
 type PausedTypeList struct {
 	Types []PausedType `json:"types"`
+}
+
+// Concurrency keys and limits (issue 42 item 1; docs/flow-control.md#limits).
+// A task carries up to MaxConcurrencyKeys keys (NewTask.ConcurrencyKeys),
+// such as "openai" or "openai:gpt-5". A limit is a named rule: a key
+// pattern, exact or a prefix ending in "*", and MaxRunning. Every key a
+// pattern matches has a cap of its own (the pattern "user:*" with
+// max_running 2 lets each user run two tasks), and a key is governed by
+// its most specific limit: an exact pattern before any prefix, a longer
+// prefix before a shorter one. A claim never takes a task while one of its
+// keys holds its cap in CLAIMED and RUNNING tasks, counted across every
+// hub and agent on the database.
+const (
+	// MaxConcurrencyKeys bounds the keys of one task.
+	MaxConcurrencyKeys = 4
+	// MaxConcurrencyKeyLen bounds a key, and a limit's pattern.
+	MaxConcurrencyKeyLen = 128
+	// ConcurrencyKeyPattern is the rule of a key, as the input schemas
+	// state it.
+	ConcurrencyKeyPattern = `^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]*$`
+	// LimitPatternPattern is the rule of a limit's pattern: a key, or a
+	// key's prefix (possibly empty) followed by "*".
+	LimitPatternPattern = `^([A-Za-z0-9][A-Za-z0-9_.:/@+=-]*\*?|\*)$`
+	// MaxLimitNameLen bounds a limit's name.
+	MaxLimitNameLen = 100
+	// MaxLimitRunning bounds a limit's max_running.
+	MaxLimitRunning = 100000
+)
+
+var (
+	concurrencyKeyRE = regexp.MustCompile(ConcurrencyKeyPattern)
+	limitPatternRE   = regexp.MustCompile(LimitPatternPattern)
+)
+
+// ExpectedConcurrencyKey is what a refused concurrency key was expected to be.
+var ExpectedConcurrencyKey = fmt.Sprintf("a concurrency key such as openai:gpt-5: letters, digits and _ . : / @ + = - (starting with a letter or digit, at most %d bytes)", MaxConcurrencyKeyLen)
+
+// ExpectedLimitPattern is what a refused limit pattern was expected to be.
+var ExpectedLimitPattern = fmt.Sprintf("a concurrency key (openai:gpt-5), or a key's prefix ending in * (openai:*, or * alone for every key); at most %d bytes; * only at the end", MaxConcurrencyKeyLen)
+
+// ValidateConcurrencyKeys reports a FieldError naming field unless keys
+// are at most MaxConcurrencyKeys concurrency keys (ConcurrencyKeyPattern),
+// and returns them without repeats, in their order.
+func ValidateConcurrencyKeys(field string, keys []string) ([]string, error) {
+	if len(keys) > MaxConcurrencyKeys {
+		return nil, fieldError(field, fmt.Sprintf("at most %d concurrency keys, got %d", MaxConcurrencyKeys, len(keys)))
+	}
+	out := make([]string, 0, len(keys))
+	for i, k := range keys {
+		if err := validateName(field, k, concurrencyKeyRE, MaxConcurrencyKeyLen, ExpectedConcurrencyKey); err != nil {
+			fe := err.(*FieldError)
+			fe.Expected += fmt.Sprintf(" (item %d)", i)
+			return nil, fe
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Limit is a concurrency limit (set_limit): every key Pattern matches may
+// be held by at most MaxRunning CLAIMED or RUNNING tasks at once.
+type Limit struct {
+	Name       string    `json:"name"`
+	Pattern    string    `json:"pattern"`
+	MaxRunning int       `json:"max_running"`
+	CreatedBy  string    `json:"created_by,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Matches reports whether key is one of l's keys: Pattern itself, or a key
+// starting with Pattern's prefix when Pattern ends in "*".
+func (l Limit) Matches(key string) bool {
+	if p, ok := strings.CutSuffix(l.Pattern, "*"); ok {
+		return strings.HasPrefix(key, p)
+	}
+	return key == l.Pattern
+}
+
+// MoreSpecific reports whether l governs a key both l and m match: an
+// exact pattern before a prefix, a longer prefix before a shorter one, and
+// between equal patterns (which set_limit refuses) the first name.
+func (l Limit) MoreSpecific(m Limit) bool {
+	le, me := !strings.HasSuffix(l.Pattern, "*"), !strings.HasSuffix(m.Pattern, "*")
+	switch {
+	case le != me:
+		return le
+	case len(l.Pattern) != len(m.Pattern):
+		return len(l.Pattern) > len(m.Pattern)
+	}
+	return l.Name < m.Name
+}
+
+// LimitInput is the input of set_limit: the limit named Name is created,
+// or replaced with this pattern and cap.
+type LimitInput struct {
+	Name       string `json:"name" jsonschema:"the limit's name: letters, digits and _ - . : (starting with a letter or digit)"`
+	Pattern    string `json:"pattern" jsonschema:"the keys it caps: a key (openai:gpt-5) or a prefix ending in * (openai:*); each matching key has its own cap"`
+	MaxRunning int    `json:"max_running" jsonschema:"how many CLAIMED or RUNNING tasks may hold each matching key at once (at least 1)"`
+}
+
+// ValidateLimitName reports a FieldError naming field unless s is a
+// limit's name (the rule of a schedule's name: one segment of its resource
+// path /limits/NAME).
+func ValidateLimitName(field, s string) error {
+	return validateName(field, s, scheduleNameRE, MaxLimitNameLen, ExpectedScheduleName)
+}
+
+// Validate reports the first field of in that set_limit must refuse.
+func (in LimitInput) Validate() error {
+	if err := ValidateLimitName("name", in.Name); err != nil {
+		return err
+	}
+	if err := validateName("pattern", in.Pattern, limitPatternRE, MaxConcurrencyKeyLen, ExpectedLimitPattern); err != nil {
+		return err
+	}
+	if in.MaxRunning < 1 || in.MaxRunning > MaxLimitRunning {
+		return fieldError("max_running", fmt.Sprintf("an integer from 1 to %d", MaxLimitRunning))
+	}
+	return nil
+}
+
+// LimitNameInput names a limit (delete_limit).
+type LimitNameInput struct {
+	Name string `json:"name" jsonschema:"the limit's name"`
+}
+
+// LimitDeleted is the output of delete_limit: Deleted is false when no
+// limit had the name (deleting is idempotent).
+type LimitDeleted struct {
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted"`
+}
+
+// KeyRunning is how many CLAIMED or RUNNING tasks hold a key now.
+type KeyRunning struct {
+	Key     string `json:"key"`
+	Running int    `json:"running"`
+}
+
+// LimitStatus is a limit with the keys it governs that are held now, the
+// most held first (at most MaxLimitKeysShown; Held counts them all).
+type LimitStatus struct {
+	Limit
+	Keys []KeyRunning `json:"keys"`
+	// Held is how many keys the limit governs that are held now.
+	Held int `json:"held"`
+	// Saturated is how many of them are at the cap.
+	Saturated int `json:"saturated"`
+}
+
+// MaxLimitKeysShown bounds LimitStatus.Keys.
+const MaxLimitKeysShown = 20
+
+// LimitList is the output of list_limits, by name.
+type LimitList struct {
+	Limits []LimitStatus `json:"limits"`
 }

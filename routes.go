@@ -139,6 +139,12 @@ var (
 	OpResumeType = endpoint[TypeInput, TypeResumed]("resume_type", "POST", "/v1/types/resume")
 	// OpListPausedTypes is list_paused_types.
 	OpListPausedTypes = endpoint[struct{}, PausedTypeList]("list_paused_types", "GET", "/v1/types/paused")
+	// OpSetLimit is set_limit.
+	OpSetLimit = endpoint[LimitInput, Limit]("set_limit", "POST", "/v1/limits")
+	// OpListLimits is list_limits.
+	OpListLimits = endpoint[struct{}, LimitList]("list_limits", "GET", "/v1/limits")
+	// OpDeleteLimit is delete_limit.
+	OpDeleteLimit = endpoint[LimitNameInput, LimitDeleted]("delete_limit", "DELETE", "/v1/limits/{name}")
 	// OpCreateSchedule is create_schedule.
 	OpCreateSchedule = endpoint[NewSchedule, Schedule]("create_schedule", "POST", "/v1/schedules")
 	// OpListSchedules is list_schedules.
@@ -231,6 +237,9 @@ func Operations() []Operation {
 		OpPauseType,
 		OpResumeType,
 		OpListPausedTypes,
+		OpSetLimit,
+		OpListLimits,
+		OpDeleteLimit,
 		OpCreateSchedule,
 		OpListSchedules,
 		OpGetSchedule,

@@ -71,13 +71,16 @@ type ScheduleTask struct {
 	Priority int             `json:"priority,omitempty"`
 	// MaxAttempts is 1..MaxMaxAttempts; 0 means DefaultMaxAttempts.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// ConcurrencyKeys are the task's keys (NewTask.ConcurrencyKeys).
+	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
 }
 
 // NewTask is the task t makes, by createdBy, with dedupe key key ("" for
 // none): DedupeOnce, so a slot's key is used once ever.
 func (t ScheduleTask) NewTask(createdBy, key string) NewTask {
 	return NewTask{Type: t.Type, Title: t.Title, Description: t.Description, Payload: t.Payload,
-		Priority: t.Priority, MaxAttempts: t.MaxAttempts, CreatedBy: createdBy, DedupeKey: key, DedupeOnce: key != ""}
+		Priority: t.Priority, MaxAttempts: t.MaxAttempts, ConcurrencyKeys: t.ConcurrencyKeys,
+		CreatedBy: createdBy, DedupeKey: key, DedupeOnce: key != ""}
 }
 
 // Validate reports the first field of t a schedule must refuse, named
@@ -91,7 +94,7 @@ func (t ScheduleTask) Validate(field string) (ScheduleTask, error) {
 		}
 		return t, err
 	}
-	t.Payload, t.MaxAttempts = n.Payload, n.MaxAttempts
+	t.Payload, t.MaxAttempts, t.ConcurrencyKeys = n.Payload, n.MaxAttempts, n.ConcurrencyKeys
 	return t, nil
 }
 

@@ -144,6 +144,9 @@ type Task struct {
 	// AttemptTimeout is the longest an attempt may run from its claim
 	// (NewTask.AttemptTimeout), as 10m or 1h30m; empty for none.
 	AttemptTimeout Duration `json:"attempt_timeout,omitempty"`
+	// ConcurrencyKeys are the keys whose limits the claims of the task
+	// respect (NewTask.ConcurrencyKeys).
+	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
 	// AttemptDeadline is, while an attempt with a timeout runs (CLAIMED,
 	// RUNNING), when the lease reaper ends it: ClaimedAt + AttemptTimeout.
 	AttemptDeadline time.Time `json:"attempt_deadline,omitzero"`
@@ -309,6 +312,11 @@ type NewTask struct {
 	// completed by TIME" (a running attempt aborted as a cancel's). It
 	// must be in the future, after RunAfter, at most MaxDelay ahead.
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// ConcurrencyKeys (at most MaxConcurrencyKeys, such as "openai" or
+	// "openai:gpt-5") put the task under the limits (set_limit) whose
+	// patterns match them: it is not claimed while any of its keys is held
+	// by as many CLAIMED or RUNNING tasks as its limit allows.
+	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
 }
 
 // ParseAttemptTimeout is d parsed as an attempt timeout (0 when empty), or
@@ -371,6 +379,9 @@ func (n NewTask) Validate() (NewTask, error) {
 		return n, err
 	}
 	if _, err := ParseAttemptTimeout("attempt_timeout", n.AttemptTimeout); err != nil {
+		return n, err
+	}
+	if n.ConcurrencyKeys, err = ValidateConcurrencyKeys("concurrency_keys", n.ConcurrencyKeys); err != nil {
 		return n, err
 	}
 	seen := map[int64]bool{}

@@ -90,6 +90,7 @@ var taskFlagNames = map[string]string{
 	"add_children":        "add-child",
 	"cancel_children":     "cancel-child",
 	"attempt_timeout":     "timeout",
+	"concurrency_keys":    "key",
 }
 
 // stoppedFirst asks for the operator's view of the ledger, unless the
@@ -355,6 +356,9 @@ func printTaskFields(w io.Writer, t cks.Task) {
 	}
 	if !t.RunAfter.IsZero() {
 		row("run after", t.RunAfter.Format(time.RFC3339))
+	}
+	if len(t.ConcurrencyKeys) > 0 {
+		row("keys", strings.Join(t.ConcurrencyKeys, ", "))
 	}
 	if t.AttemptTimeout != "" {
 		timeout := string(t.AttemptTimeout) + " an attempt"

@@ -28,6 +28,7 @@ package driver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,7 @@ type Executor interface {
 	ControlExecutor
 	LeaderExecutor
 	ScheduleExecutor
+	LimitExecutor
 	PrincipalExecutor
 	SessionExecutor
 	// Notify publishes topic, delivered to listeners when (and only if)
@@ -218,6 +220,10 @@ type TaskRow struct {
 	// ExpiresAt is when the task, not completed by then, is cancelled;
 	// zero, never. Set by an insert and by TaskUpdateMany, never by a move.
 	ExpiresAt time.Time
+	// ConcurrencyKeys are the task's concurrency keys as a JSON array of
+	// strings; "" for none. Set by an insert and by TaskUpdateMany, never
+	// by a move.
+	ConcurrencyKeys string
 }
 
 // TaskExecutor holds the primitives of the task ledger. Reads that a
@@ -292,6 +298,9 @@ type TaskExecutor interface {
 	// TaskNextDue returns the earliest run_after after now of an OPEN task,
 	// the zero time when no OPEN task waits to become due.
 	TaskNextDue(ctx context.Context, now time.Time) (time.Time, error)
+	// TaskKeysHeld returns the concurrency keys (TaskRow.ConcurrencyKeys)
+	// of every CLAIMED or RUNNING task that has keys, one entry per task.
+	TaskKeysHeld(ctx context.Context) ([]string, error)
 	// TaskTypesHeld returns the task types of the CLAIMED and RUNNING
 	// tasks, ordered.
 	TaskTypesHeld(ctx context.Context) ([]string, error)
@@ -438,6 +447,7 @@ func OnlyMoved(before, after TaskRow) bool {
 		before.Description == after.Description && before.AcceptanceCriteria == after.AcceptanceCriteria &&
 		before.Priority == after.Priority && before.MaxAttempts == after.MaxAttempts &&
 		before.AttemptTimeoutMs == after.AttemptTimeoutMs && before.ExpiresAt.Equal(after.ExpiresAt) &&
+		before.ConcurrencyKeys == after.ConcurrencyKeys &&
 		before.Revision == after.Revision && before.ParentID == after.ParentID &&
 		before.DedupeKey == after.DedupeKey && before.CreatedBy == after.CreatedBy &&
 		before.AgentTokenHash == after.AgentTokenHash && before.CreatedAt.Equal(after.CreatedAt) &&
@@ -458,6 +468,9 @@ type TaskClaimableParams struct {
 	// Now: tasks whose run_after is later are held back.
 	Now   time.Time
 	Limit int
+	// Saturated are concurrency keys at their limit: TaskClaimable skips
+	// a task that holds any of them (the keyed claim's read).
+	Saturated []string
 }
 
 // TaskClaimParams is one claim: the selection of TaskClaimable and what
@@ -480,6 +493,26 @@ type TaskClaimParams struct {
 	// at once (RUNNING, for an executor that starts the task straight
 	// away): the row is written with State Then.To instead of To.
 	Then TaskClaimThen
+	// IDs, when set, are the tasks to claim, in claim order: those the
+	// keyed claim chose from its TaskClaimable read in the same
+	// transaction (only those still in State are claimed; Types, Now and
+	// Saturated are not looked at). Without IDs a claim takes a task with
+	// concurrency keys only while no limit exists (cks_limits is empty):
+	// a claimer that has not yet learned of a new limit skips keyed tasks
+	// rather than overrun it.
+	IDs []int64
+}
+
+// ClaimOrder orders tasks as a claim takes them: the highest priority
+// first, then the oldest, then by id.
+func ClaimOrder(a, b TaskRow) int {
+	if a.Priority != b.Priority {
+		return cmp.Compare(b.Priority, a.Priority)
+	}
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // TaskClaimLease is the lease of one claimed row.
@@ -1247,6 +1280,35 @@ type ScheduleExecutor interface {
 	// ScheduleDelete deletes the schedule name and reports how many rows
 	// it deleted.
 	ScheduleDelete(ctx context.Context, name string) (int, error)
+}
+
+// LimitRow is one row of cks_limits (issue 42): a concurrency limit.
+type LimitRow struct {
+	Name       string
+	Pattern    string
+	MaxRunning int
+	CreatedBy  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// LimitListParams reads every limit, locked as asked (LockNone, or
+// LockUpdate: the keyed claim's turn).
+type LimitListParams struct {
+	Lock Lock
+}
+
+// LimitExecutor holds the primitives of concurrency limits (issue 42).
+type LimitExecutor interface {
+	// LimitPut stores r, or replaces the pattern, cap and UpdatedAt of
+	// the limit of its name (CreatedBy and CreatedAt stay);
+	// ErrUniqueViolation when another limit has its pattern.
+	LimitPut(ctx context.Context, r LimitRow) error
+	// LimitDelete deletes the limit name and reports how many rows it
+	// deleted.
+	LimitDelete(ctx context.Context, name string) (int, error)
+	// LimitList returns every limit, by name, locked as p asks.
+	LimitList(ctx context.Context, p LimitListParams) ([]LimitRow, error)
 }
 
 // PrincipalRow is one row of cks_principals.

@@ -41,6 +41,7 @@ var bases = map[string]string{
 	"claim_review": `{"task_id":1}`, "approve_review": `{"task_id":1,"lease_token":"x"}`,
 	"reject_review": `{"task_id":1,"lease_token":"x"}`, "list_agents": `{}`, "agent_status": `{"agent_id":"lease_reaper"}`,
 	"pause_type": `{"type":"build","reason":"provider down"}`, "resume_type": `{"type":"build"}`, "list_paused_types": `{}`,
+	"set_limit": `{"name":"openai","pattern":"openai:*","max_running":4}`, "list_limits": `{}`, "delete_limit": `{"name":"openai"}`,
 	"start_agent": `{"agent_id":"lease_reaper"}`, "stop_agent": `{"agent_id":"lease_reaper"}`,
 	"submit_research": `{"question":"q"}`, "list_objects": `{}`, "get_object": `{"object_id":1}`,
 	"list_object_versions": `{"object_id":1}`, "write_object_version": `{"object_id":1,"base_version":1,"content":{}}`,
@@ -175,6 +176,10 @@ func scalarProbes(b *jsonschema.Schema, field string, set func(map[string]any, a
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "build ", at: "build", set: set})
 	case cks.ProcessKindPattern:
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "a/b", at: "a-b", set: set})
+	case cks.ConcurrencyKeyPattern:
+		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "open ai", at: "openai:gpt-5", set: set})
+	case cks.LimitPatternPattern:
+		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "open*ai", at: "openai:*", set: set})
 	default:
 		panic("a pattern the test does not probe: " + b.Pattern)
 	}

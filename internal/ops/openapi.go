@@ -91,6 +91,7 @@ var apiTags = []struct{ name, description string }{
 	{"processes", "the standalone agent processes: liveness and graceful stops"},
 	{"sweepers", "the hub's background sweepers"},
 	{"types", "task types held fleet-wide (pause and resume)"},
+	{"limits", "concurrency limits on the keys tasks carry"},
 	{"schedules", "schedules: tasks created at the slots of cron expressions"},
 	{"objects", "the knowledge store and the research pipeline"},
 	{"tokens", "bearer tokens and their grants"},

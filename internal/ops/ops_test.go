@@ -31,7 +31,7 @@ var mcpTools = []string{
 	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",
 	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
-	"pause_type", "resume_type", "list_paused_types",
+	"pause_type", "resume_type", "list_paused_types", "set_limit", "list_limits", "delete_limit",
 	"create_schedule", "list_schedules", "get_schedule", "pause_schedule", "resume_schedule", "trigger_schedule", "delete_schedule",
 	"submit_research", "list_objects", "get_object", "list_object_versions", "write_object_version",
 }

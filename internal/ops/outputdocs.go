@@ -172,6 +172,26 @@ var outputDocs = map[string]string{
 	"resumed":              "true when the type was paused and no longer is; false when it was not paused",
 	"types":                "the paused task types, by type",
 
+	// Concurrency keys and limits.
+	"concurrency_keys":        "the task's concurrency keys: it is not claimed while one of them is held at its limit's cap",
+	"Limit.name":              "the limit's name",
+	"Limit.pattern":           "the keys it caps: a key, or a prefix ending in * (each matching key has its own cap)",
+	"Limit.max_running":       "how many CLAIMED or RUNNING tasks may hold each key it governs at once",
+	"Limit.created_by":        "who created it",
+	"Limit.created_at":        "when it was created",
+	"Limit.updated_at":        "when it was last set",
+	"LimitStatus.name":        "the limit's name",
+	"LimitStatus.pattern":     "the keys it caps: a key, or a prefix ending in * (each matching key has its own cap)",
+	"LimitStatus.max_running": "how many CLAIMED or RUNNING tasks may hold each key it governs at once",
+	"LimitList.limits":        "every limit, by name",
+	"LimitStatus.keys":        "the keys it governs that are held now, the most held first (at most 20)",
+	"KeyRunning.key":          "a concurrency key",
+	"KeyRunning.running":      "how many CLAIMED or RUNNING tasks hold it now",
+	"LimitStatus.held":        "how many keys it governs are held now",
+	"LimitStatus.saturated":   "how many of them are at the cap",
+	"LimitDeleted.name":       "the limit's name",
+	"LimitDeleted.deleted":    "true when the limit existed and is deleted; false when there was none",
+
 	// Sweepers.
 	"sweepers":                 "every sweeper",
 	"agent_id":                 "the sweeper's id",

@@ -99,6 +99,17 @@ var (
 var scheduleName = rule{nonEmpty: true, maxLen: cks.MaxScheduleNameLen, pattern: cks.ScheduleNamePattern,
 	is: func(s string) error { return cks.ValidateScheduleName("name", s) }}
 
+// limitName is the rule of a concurrency limit's name.
+var limitName = rule{nonEmpty: true, maxLen: cks.MaxLimitNameLen, pattern: cks.ScheduleNamePattern,
+	is: func(s string) error { return cks.ValidateLimitName("name", s) }}
+
+// concurrencyKeys is the rule of a task's concurrency keys.
+var concurrencyKeys = rule{items: cks.MaxConcurrencyKeys, nonEmpty: true, maxLen: cks.MaxConcurrencyKeyLen,
+	pattern: cks.ConcurrencyKeyPattern, is: func(s string) error {
+		_, err := cks.ValidateConcurrencyKeys("concurrency_keys", []string{s})
+		return err
+	}}
+
 // instanceID is the rule of a process instance id.
 var instanceID = rule{nonEmpty: true, maxLen: cks.MaxProcessKindLen, pattern: cks.ProcessKindPattern,
 	is: func(s string) error { return cks.ValidateInstanceID("instance_id", s) }}
@@ -151,11 +162,13 @@ var declared = map[reflect.Type]fields{
 	typeOf[cks.UpdateTaskInput](): {"task_id": id},
 	typeOf[cks.TaskPatch](): {"priority": num(0, cks.MaxPriority, nil),
 		"add_depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"), "remove_depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"),
-		"add_children": {items: cks.MaxAddChildren}, "cancel_children": ids(cks.MaxCancelChildren).with("ids of existing tasks")},
+		"add_children": {items: cks.MaxAddChildren}, "cancel_children": ids(cks.MaxCancelChildren).with("ids of existing tasks"),
+		"concurrency_keys": concurrencyKeys},
 	typeOf[cks.NewTask](): {"type": taskType,
 		"priority":     num(0, cks.MaxPriority, 0),
 		"max_attempts": num(1, cks.MaxMaxAttempts, cks.DefaultMaxAttempts),
-		"parent_id":    id.with("the id of an existing task"), "depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks")},
+		"parent_id":    id.with("the id of an existing task"), "depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"),
+		"concurrency_keys": concurrencyKeys},
 	typeOf[cks.ListTasksInput](): {"state": states, "type": names(), "cursor": from(0).with("a task id"),
 		"limit": listLimit, "order": oneOf(taskOrders...), "sort": oneOf(taskSorts...), "parent_id": id},
 	typeOf[cks.CountTasksInput]():     {"state": states, "type": names()},
@@ -207,8 +220,14 @@ var declared = map[reflect.Type]fields{
 		"time_zone": {maxLen: cks.MaxTimeZoneLen, is: schedule.ValidateTimeZone},
 		"misfire":   oneOf(cks.MisfirePolicies...)},
 	typeOf[cks.ScheduleTask](): {"type": taskType,
-		"priority":     num(0, cks.MaxPriority, 0),
-		"max_attempts": num(1, cks.MaxMaxAttempts, cks.DefaultMaxAttempts)},
+		"priority":         num(0, cks.MaxPriority, 0),
+		"max_attempts":     num(1, cks.MaxMaxAttempts, cks.DefaultMaxAttempts),
+		"concurrency_keys": concurrencyKeys},
+	typeOf[cks.LimitInput](): {"name": limitName,
+		"pattern": {nonEmpty: true, maxLen: cks.MaxConcurrencyKeyLen, pattern: cks.LimitPatternPattern,
+			is: func(s string) error { return cks.LimitInput{Name: "x", Pattern: s, MaxRunning: 1}.Validate() }},
+		"max_running": num(1, cks.MaxLimitRunning, nil)},
+	typeOf[cks.LimitNameInput]():   {"name": limitName},
 	typeOf[cks.CheckStoredInput](): {"what": oneOf(cks.StoredKinds[:]...), "cursor": from(0).with("an id")},
 }
 

@@ -24,12 +24,13 @@ const scheduleNote = " A schedule creates a task from its template (task: type, 
 // scheduleTaskDocs describe the fields of cks.ScheduleTask, a schedule's
 // task template.
 var scheduleTaskDocs = map[string]string{
-	"type":         "the type of the tasks it creates; agents claim tasks by type",
-	"title":        "their title",
-	"description":  "what to do",
-	"payload":      "any JSON value the executor needs",
-	"priority":     "0 (lowest, default) to 1000; higher is claimed first",
-	"max_attempts": "attempts before a task is dead-lettered as FAILED (default 3)",
+	"type":             "the type of the tasks it creates; agents claim tasks by type",
+	"title":            "their title",
+	"description":      "what to do",
+	"payload":          "any JSON value the executor needs",
+	"priority":         "0 (lowest, default) to 1000; higher is claimed first",
+	"max_attempts":     "attempts before a task is dead-lettered as FAILED (default 3)",
+	"concurrency_keys": "the tasks' concurrency keys (create_task's)",
 }
 
 // scheduleResource is the resource template of an operation on one

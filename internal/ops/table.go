@@ -43,6 +43,7 @@ var table = []Operation{
 	CompleteTask, FailTask, RequestInput, ClaimReview, ApproveReview, RejectReview,
 	ListAgents, AgentStatus, StartAgent, StopAgent,
 	PauseType, ResumeType, ListPausedTypes,
+	SetLimit, ListLimits, DeleteLimit,
 	CreateSchedule, ListSchedules, GetSchedule, PauseSchedule, ResumeSchedule, TriggerSchedule, DeleteSchedule,
 	SubmitResearch, ListObjects, GetObject, ListObjectVersionsOp, WriteObjectVersionOp,
 	CreateToken, ListTokens, RevokeToken,

@@ -230,6 +230,7 @@ var newTaskDocs = map[string]string{
 	"run_after":           "a delayed task: no claim takes it before this time (RFC 3339; a past time is now; at most a year and a day ahead); it is OPEN meanwhile, run_after shown",
 	"delay":               "run_after as a duration from now, such as 10m or 24h (not with run_after)",
 	"attempt_timeout":     "the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason \"timed out after 10m\"",
+	"concurrency_keys":    "up to 4 keys such as openai or openai:gpt-5 (letters, digits and _ . : / @ + =, at most 128 bytes): the task is not claimed while one of them is held at its limit's cap (set_limit)",
 	"expires_at":          "a task not completed by this time (RFC 3339; in the future, after run_after, at most a year and a day ahead) is cancelled by the lease reaper, reason \"expired: not completed by TIME\" (a running attempt aborted as a cancel's)",
 }
 
@@ -440,6 +441,7 @@ var UpdateTask = define(cks.OpUpdateTask, &Op[cks.UpdateTaskInput, cks.UpdateRes
 		"run_after":           "hold the task back from claims until this time, as create_task's (RFC 3339; a past time makes it claimable now); an OPEN, WAITING or BLOCKED task only (not material)",
 		"delay":               "run_after as a duration from now, such as 10m (not with run_after; not material)",
 		"expires_at":          "new expiry: the task, not completed by then, is cancelled (RFC 3339; in the future, after run_after; not material)",
+		"concurrency_keys":    "replaces the task's concurrency keys ([] removes them; not material: a running attempt is counted under the new keys)",
 	},
 	also: func(ctx context.Context, _ *Services, in *cks.UpdateTaskInput) error {
 		return requireChildren(ctx, in.TaskID, in.TaskPatch)

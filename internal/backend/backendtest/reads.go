@@ -68,6 +68,7 @@ type counted struct {
 	driver.ControlExecutor
 	driver.LeaderExecutor
 	driver.ScheduleExecutor
+	driver.LimitExecutor
 	driver.PrincipalExecutor
 	driver.SessionExecutor
 	ke          driver.Executor
@@ -76,7 +77,7 @@ type counted struct {
 }
 
 func newCounted(c *ReadCounter, ex driver.Executor, inTx, write bool) counted {
-	return counted{TaskExecutor: ex, LivenessExecutor: ex, ControlExecutor: ex, LeaderExecutor: ex, ScheduleExecutor: ex, PrincipalExecutor: ex,
+	return counted{TaskExecutor: ex, LivenessExecutor: ex, ControlExecutor: ex, LeaderExecutor: ex, ScheduleExecutor: ex, LimitExecutor: ex, PrincipalExecutor: ex,
 		SessionExecutor: ex, ke: ex, c: c, inTx: inTx, write: write}
 }
 

@@ -170,7 +170,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // indexes), the reporter of a process (issue 41), the agent credential of
 // a task's lease (issue 41), the paused task types, the index of the delayed
 // tasks, the attempt timeout, the expiry and their indexes, the schedules
-// (their table and key; issue 42); and for what was retired since (Retired,
+// (their table and key), the concurrency keys, their index and the limits
+// (their table, key and pattern index; issue 42); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -188,7 +189,9 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_leaders|", "constraint|cks_leaders|", "index|cks_leaders_", "index|sqlite_autoindex_cks_leaders_",
 		"column|cks_sweeper_passes|", "constraint|cks_sweeper_passes|", "index|cks_sweeper_passes_", "index|idx_sweeper_passes_",
 		"column|cks_paused_types|", "constraint|cks_paused_types|", "index|cks_paused_types_", "index|sqlite_autoindex_cks_paused_types_",
-		"column|cks_schedules|", "constraint|cks_schedules|", "index|cks_schedules_", "index|sqlite_autoindex_cks_schedules_"}, s.Added...)...)
+		"column|cks_schedules|", "constraint|cks_schedules|", "index|cks_schedules_", "index|sqlite_autoindex_cks_schedules_",
+		"column|cks_outbox_tasks|concurrency_keys|", "index|idx_outbox_tasks_keys_held|",
+		"column|cks_limits|", "constraint|cks_limits|", "index|cks_limits_", "index|sqlite_autoindex_cks_limits_", "index|idx_limits_pattern|"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))

@@ -519,6 +519,85 @@ func Tasks(t *testing.T, newDB NewDB) {
 			t.Fatalf("claim after resume = %v, want a's tasks %d %d", g, got[0], got[2])
 		}
 	})
+	t.Run("Limits", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		keyed := func(keys string) driver.TaskRow {
+			r := task("a", stOpen)
+			r.ConcurrencyKeys = keys
+			return r
+		}
+		got := insert(t, ex, keyed(`["x"]`), task("a", stOpen), keyed(`["y","x"]`), keyed(`["y"]`))
+		claim := func(p driver.TaskClaimParams, hashes ...string) []int64 {
+			t.Helper()
+			p.TaskClaimableParams.State, p.TaskClaimableParams.Now, p.TaskClaimableParams.Limit = stOpen, sec(2), len(hashes)
+			p.Leases, p.To, p.AttemptsAdded = leases("w", hashes...), stClaimed, 1
+			rows, err := ex.TaskClaim(ctx, p)
+			skipUnsupported(t, "claim", err)
+			return claimedIDs(rows)
+		}
+		// Stored and read back as written.
+		rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: got})
+		must(t, "get", err)
+		if rows[2].ConcurrencyKeys != `["y","x"]` || rows[1].ConcurrencyKeys != "" {
+			t.Fatalf("keys read back: %q, %q", rows[2].ConcurrencyKeys, rows[1].ConcurrencyKeys)
+		}
+		// The keyed read skips the tasks holding a saturated key, and
+		// only those.
+		for _, c := range []struct {
+			saturated []string
+			want      []int64
+		}{{nil, got}, {[]string{"x"}, []int64{got[1], got[3]}}, {[]string{"y", "z"}, []int64{got[0], got[1]}}} {
+			rows, err := ex.TaskClaimable(ctx, driver.TaskClaimableParams{State: stOpen, Now: sec(2), Limit: 10, Saturated: c.saturated})
+			skipUnsupported(t, "claimable", err)
+			if g := ids(rows); !slices.Equal(g, c.want) {
+				t.Errorf("claimable with %v saturated = %v, want %v", c.saturated, g, c.want)
+			}
+		}
+		// Limits: put, replace (created_by and created_at kept), list by
+		// name, a pattern taken, delete.
+		must(t, "limit put", ex.LimitPut(ctx, driver.LimitRow{Name: "b", Pattern: "x", MaxRunning: 1, CreatedBy: "ops", CreatedAt: sec(1), UpdatedAt: sec(1)}))
+		must(t, "limit put", ex.LimitPut(ctx, driver.LimitRow{Name: "a", Pattern: "y*", MaxRunning: 2, CreatedBy: "ops", CreatedAt: sec(1), UpdatedAt: sec(1)}))
+		must(t, "limit replace", ex.LimitPut(ctx, driver.LimitRow{Name: "b", Pattern: "x", MaxRunning: 3, CreatedBy: "other", CreatedAt: sec(5), UpdatedAt: sec(5)}))
+		if err := ex.LimitPut(ctx, driver.LimitRow{Name: "c", Pattern: "x", MaxRunning: 1, CreatedAt: sec(1), UpdatedAt: sec(1)}); !errors.Is(err, driver.ErrUniqueViolation) {
+			t.Fatalf("a second limit of pattern x: %v, want ErrUniqueViolation", err)
+		}
+		for _, lock := range []driver.Lock{driver.LockNone, driver.LockUpdate} {
+			list, err := ex.LimitList(ctx, driver.LimitListParams{Lock: lock})
+			must(t, "limit list", err)
+			if len(list) != 2 || list[0].Name != "a" || list[1].Name != "b" || list[1].MaxRunning != 3 || list[1].CreatedBy != "ops" ||
+				!list[1].CreatedAt.Equal(sec(1)) || !list[1].UpdatedAt.Equal(sec(5)) {
+				t.Fatalf("limit list (lock %d) = %+v", lock, list)
+			}
+		}
+		// With a limit, a claim takes no keyed task unless it names it
+		// (IDs, in the order given, those still OPEN).
+		if g := claim(driver.TaskClaimParams{}, "h1", "h2", "h3"); !slices.Equal(g, []int64{got[1]}) {
+			t.Fatalf("claim with limits = %v, want only the task without keys %d", g, got[1])
+		}
+		if g := claim(driver.TaskClaimParams{IDs: []int64{got[3], got[1], got[0]}}, "h4", "h5", "h6"); !slices.Equal(g, []int64{got[0], got[3]}) {
+			t.Fatalf("claim by ids = %v, want %d %d (claim order, the claimed one left)", g, got[0], got[3])
+		}
+		held, err := ex.TaskKeysHeld(ctx)
+		must(t, "keys held", err)
+		slices.Sort(held)
+		if !slices.Equal(held, []string{`["x"]`, `["y"]`}) {
+			t.Fatalf("keys held = %q", held)
+		}
+		for i, want := range []int{1, 0} {
+			n, err := ex.LimitDelete(ctx, "a")
+			must(t, "limit delete", err)
+			if n != want {
+				t.Fatalf("delete a (%d) = %d, want %d", i+1, n, want)
+			}
+		}
+		must(t, "limit delete", func() error { _, err := ex.LimitDelete(ctx, "b"); return err }())
+		// Without limits, the claim takes keyed tasks again.
+		if g := claim(driver.TaskClaimParams{}, "h7", "h8"); !slices.Equal(g, []int64{got[2]}) {
+			t.Fatalf("claim without limits = %v, want %d", g, got[2])
+		}
+	})
 	t.Run("Claim", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

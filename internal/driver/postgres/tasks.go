@@ -85,13 +85,13 @@ func (e *executor) taskInsertManyNew(ctx context.Context, rows []driver.TaskRow,
 		Descriptions: make([]string, n), AcceptanceCriterias: make([]string, n), Payloads: make([]string, n),
 		States: make([]string, n), Priorities: make([]int32, n), MaxAttemptss: make([]int32, n),
 		ParentIds: make([]int64, n), DedupeKeys: make([]string, n), CreatedBys: make([]string, n),
-		Metadatas: make([]string, n), AttemptTimeoutMss: make([]int64, n)}
+		Metadatas: make([]string, n), AttemptTimeoutMss: make([]int64, n), ConcurrencyKeyss: make([]string, n)}
 	for i, r := range rows {
 		a.Types[i], a.Titles[i], a.Descriptions[i], a.AcceptanceCriterias[i] = r.Type, r.Title, r.Description, r.AcceptanceCriteria
 		a.Payloads[i], a.States[i], a.Priorities[i] = nullable.JSONText(r.Payload), r.State, int32(r.Priority)
 		a.MaxAttemptss[i], a.ParentIds[i], a.DedupeKeys[i] = int32(r.MaxAttempts), r.ParentID, r.DedupeKey
 		a.CreatedBys[i], a.Metadatas[i] = r.CreatedBy, nullable.JSONText(r.Metadata)
-		a.AttemptTimeoutMss[i] = r.AttemptTimeoutMs
+		a.AttemptTimeoutMss[i], a.ConcurrencyKeyss[i] = r.AttemptTimeoutMs, r.ConcurrencyKeys
 	}
 	got := make([]dbsqlc.TaskInsertManyNewRow, 0, n)
 	err := eachTaskInsertManyNew(ctx, e.db, a, func(r *dbsqlc.TaskInsertManyNewRow) { got = append(got, *r) })
@@ -197,7 +197,8 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 		err = eachTaskClaimable(ctx, e.db, taskClaimableParams(p), add)
 	case 1:
 		err = eachTaskClaimableOfType(ctx, e.db, dbsqlc.TaskClaimableOfTypeParams{
-			State: p.State, Excluded: nonNil(p.Excluded), Type: p.Types[0], Now: nullTime(p.Now), Limit: int32(p.Limit)}, add)
+			State: p.State, Excluded: nonNil(p.Excluded), Type: p.Types[0], Now: nullTime(p.Now),
+			Saturated: nonNil(p.Saturated), Limit: int32(p.Limit)}, add)
 	default:
 		err = eachTaskClaimableOfTypes(ctx, e.db, taskClaimableOfTypesParams(p), add)
 	}
@@ -208,7 +209,7 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 }
 
 // TaskClaim implements driver.TaskExecutor: one statement of the form
-// TaskClaimable would use.
+// TaskClaimable would use, or of the ids given (ByIDs).
 func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
 	limit := min(p.Limit, len(p.Leases))
 	if limit <= 0 {
@@ -228,10 +229,16 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		c   claimed
 		err error
 	)
-	switch len(p.Types) {
-	case 0:
+	switch {
+	case p.IDs != nil:
+		err = eachTaskClaimByIDs(ctx, e.db, dbsqlc.TaskClaimByIDsParams{State: q.State, IDs: p.IDs,
+			Now: driver.Time(p.Now), Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes, AgentTokenHashes: q.AgentTokenHashes,
+			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,
+			ToState: q.ToState, AttemptsAdded: q.AttemptsAdded, RunAfter: q.RunAfter, ThenTo: q.ThenTo},
+			func(r *dbsqlc.TaskClaimByIDsRow) { c.add(dbsqlc.TaskClaimRow(*r), limit) })
+	case len(p.Types) == 0:
 		err = eachTaskClaim(ctx, e.db, q, func(r *dbsqlc.TaskClaimRow) { c.add(*r, limit) })
-	case 1:
+	case len(p.Types) == 1:
 		err = eachTaskClaimOfType(ctx, e.db, dbsqlc.TaskClaimOfTypeParams{State: q.State,
 			Excluded: q.Excluded, Type: p.Types[0], Now: q.Now, Limit: q.Limit, LeaseTokenHashes: q.LeaseTokenHashes, AgentTokenHashes: q.AgentTokenHashes,
 			ClaimedBys: q.ClaimedBys, LeaseExpiresAts: q.LeaseExpiresAts, LeaseMss: q.LeaseMss,

@@ -23,6 +23,7 @@ func Tables() []Table {
 		sweeperControl(),
 		sweeperPasses(),
 		pausedTypes(),
+		limits(),
 		leaders(),
 		schedules(),
 		objects(),
@@ -214,6 +215,10 @@ func outboxTasks() Table {
 			// When a task not completed by then is cancelled (the lease
 			// reaper's ledger.ExpireTasks); NULL, never.
 			{Name: "expires_at", Type: Time},
+			// The task's concurrency keys (issue 42), a JSON array of
+			// strings; '' for none, so that the claims tell a task without
+			// keys by a comparison, not by parsing.
+			{Name: "concurrency_keys", Type: Text, NotNull: true, Default: EmptyText},
 		},
 		// A task's row gets a new version at its claim and at its end:
 		// room on its page for them.
@@ -296,6 +301,12 @@ func outboxTasks() Table {
 			// one is never in it.
 			{Name: "idx_outbox_tasks_due", Keys: []Key{K("run_after")},
 				Where: "state = " + literal(string(cks.TaskOpen)) + " AND run_after IS NOT NULL"},
+			// The keys held now (TaskKeysHeld, the keyed claim's count of
+			// each key's CLAIMED and RUNNING tasks): the claim of a task
+			// with keys adds its entry, the end of the attempt takes it
+			// out; a task without keys is never in it.
+			{Name: "idx_outbox_tasks_keys_held", Keys: []Key{K("task_id")},
+				Where: "concurrency_keys <> '' AND state IN " + literalList(HoldingStates[:])},
 			// A dedupe lookup in every state.
 			{Name: "idx_outbox_tasks_dedupe_all", Keys: []Key{K("dedupe_key")}, Where: "dedupe_key <> ''"},
 			// The children of a task: the retention sweeper deletes no task
@@ -502,6 +513,27 @@ func pausedTypes() Table {
 			textOr("reason"),
 			at("paused_at"),
 		},
+	}
+}
+
+func limits() Table {
+	return Table{
+		// Issue 42: one row per concurrency limit (set_limit). A keyed
+		// claim locks them all first (Postgres: FOR UPDATE), so the keyed
+		// claims of every hub take turns and each counts the holders the
+		// previous one committed.
+		Name: "cks_limits",
+		Columns: []Column{
+			textKey("name"),
+			text("pattern"),
+			{Name: "max_running", Type: Int, NotNull: true},
+			textOr("created_by"),
+			at("created_at"),
+			at("updated_at"),
+		},
+		// A key's limit is its most specific pattern's: two limits of one
+		// pattern would leave it to chance.
+		Indexes: []Index{{Name: "idx_limits_pattern", Unique: true, Keys: []Key{K("pattern")}}},
 	}
 }
 
@@ -727,6 +759,9 @@ var (
 	// LeasedStates are the states whose expired leases the ledger's
 	// ReclaimExpired reclaims.
 	LeasedStates = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning, cks.TaskReviewing}
+	// HoldingStates are ledger.Holding: a task in them holds its
+	// concurrency keys.
+	HoldingStates = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
 )
 
 // literalList renders states as a parenthesised list of literals.

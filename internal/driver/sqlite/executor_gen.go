@@ -110,6 +110,38 @@ func grantRowsOf(rows []dbsqlc.CksGrant) []driver.GrantRow {
 	return out
 }
 
+// limitRowOf reads a dbsqlc.CksLimit as a driver.LimitRow.
+func limitRowOf(r dbsqlc.CksLimit) (driver.LimitRow, error) {
+	createdAt, err := parseTime(r.CreatedAt)
+	if err != nil {
+		return driver.LimitRow{}, fmt.Errorf("LimitRow CreatedAt: %w", err)
+	}
+	updatedAt, err := parseTime(r.UpdatedAt)
+	if err != nil {
+		return driver.LimitRow{}, fmt.Errorf("LimitRow UpdatedAt: %w", err)
+	}
+	return driver.LimitRow{
+		Name:       r.Name,
+		Pattern:    r.Pattern,
+		MaxRunning: int(r.MaxRunning),
+		CreatedBy:  r.CreatedBy,
+		CreatedAt:  createdAt,
+		UpdatedAt:  updatedAt,
+	}, nil
+}
+
+// limitRowsOf reads rows with limitRowOf.
+func limitRowsOf(rows []dbsqlc.CksLimit) ([]driver.LimitRow, error) {
+	out := make([]driver.LimitRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = limitRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // objectRowOf reads a dbsqlc.CksObject as a driver.ObjectRow.
 func objectRowOf(r dbsqlc.CksObject) (driver.ObjectRow, error) {
 	claimedAt, err := parseNullTime(r.ClaimedAt)
@@ -259,6 +291,7 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		Metadata:           []byte(r.Metadata),
 		AttemptTimeoutMs:   r.AttemptTimeoutMs,
 		ExpiresAt:          expiresAt,
+		ConcurrencyKeys:    r.ConcurrencyKeys,
 	}, nil
 }
 
@@ -799,6 +832,18 @@ func evidenceInsertParams(p driver.EvidenceRow) dbsqlc.EvidenceInsertParams {
 	}
 }
 
+// limitPutParams writes a driver.LimitRow as dbsqlc.LimitPutParams.
+func limitPutParams(p driver.LimitRow) dbsqlc.LimitPutParams {
+	return dbsqlc.LimitPutParams{
+		Name:       p.Name,
+		Pattern:    p.Pattern,
+		MaxRunning: int64(p.MaxRunning),
+		CreatedBy:  p.CreatedBy,
+		CreatedAt:  fmtTime(p.CreatedAt),
+		UpdatedAt:  fmtTime(p.UpdatedAt),
+	}
+}
+
 // livenessAliveParams writes a driver.LivenessAliveParams as dbsqlc.LivenessAliveParams.
 func livenessAliveParams(p driver.LivenessAliveParams) dbsqlc.LivenessAliveParams {
 	return dbsqlc.LivenessAliveParams{
@@ -1143,6 +1188,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		Metadata:           nullable.JSONText(p.Metadata),
 		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 		ExpiresAt:          fmtNullTime(p.ExpiresAt),
+		ConcurrencyKeys:    p.ConcurrencyKeys,
 	}
 }
 
@@ -1198,6 +1244,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		Metadata:           nullable.JSONText(p.Metadata),
 		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 		ExpiresAt:          fmtNullTime(p.ExpiresAt),
+		ConcurrencyKeys:    p.ConcurrencyKeys,
 		TaskID:             p.ID,
 	}
 }
@@ -1341,6 +1388,15 @@ func (e *executor) TaskExpiring(ctx context.Context, limit int) ([]driver.TaskRo
 		return nil, mapErr("task expiring", err)
 	}
 	return taskRowsOf(x)
+}
+
+// TaskKeysHeld implements driver.Executor with dbsqlc's TaskKeysHeld.
+func (e *executor) TaskKeysHeld(ctx context.Context) ([]string, error) {
+	x, err := e.d.q.TaskKeysHeld(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("task keys held", err)
+	}
+	return x, nil
 }
 
 // TypePause implements driver.Executor with dbsqlc's TypePause.
@@ -2131,6 +2187,36 @@ func (e *executor) ScheduleDelete(ctx context.Context, name string) (int, error)
 		return nil
 	})
 	return out, err
+}
+
+// LimitPut implements driver.Executor with dbsqlc's LimitPut.
+func (e *executor) LimitPut(ctx context.Context, arg driver.LimitRow) error {
+	return e.write(ctx, "limit put", func(w *wtx) error {
+		return mapErr("limit put", e.d.q.LimitPut(ctx, w, limitPutParams(arg)))
+	})
+}
+
+// LimitDelete implements driver.Executor with dbsqlc's LimitDelete.
+func (e *executor) LimitDelete(ctx context.Context, name string) (int, error) {
+	var out int
+	err := e.write(ctx, fmt.Sprint("limit delete ", name), func(w *wtx) error {
+		x, err := e.d.q.LimitDelete(ctx, w, name)
+		if err != nil {
+			return mapErr(fmt.Sprint("limit delete ", name), err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
+}
+
+// LimitList implements driver.Executor with dbsqlc's LimitList.
+func (e *executor) LimitList(ctx context.Context, p driver.LimitListParams) ([]driver.LimitRow, error) {
+	x, err := e.d.q.LimitList(ctx, e.read)
+	if err != nil {
+		return nil, mapErr("limit list", err)
+	}
+	return limitRowsOf(x)
 }
 
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.

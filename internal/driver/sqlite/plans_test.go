@@ -56,6 +56,7 @@ func TestQueriesUseIndexes(t *testing.T) {
 	q := drivertest.Queries(t)
 	now := "2026-01-01T00:00:00.000000000Z"
 	excluded := sql.Named("excluded", `["NEEDS_INPUT","STOPPED"]`)
+	guard, saturated := sql.Named("guard", true), sql.Named("saturated", `["x"]`)
 	cases := []struct {
 		name, query string
 		args        []any
@@ -63,13 +64,13 @@ func TestQueriesUseIndexes(t *testing.T) {
 		bad         []string
 	}{
 		{"claim of any type", "TaskClaimable", []any{sql.Named("state", "OPEN"), excluded, sql.Named("any_type", true),
-			sql.Named("types", `[]`), sql.Named("now", now), sql.Named("limit", 3)},
+			sql.Named("types", `[]`), sql.Named("now", now), guard, saturated, sql.Named("limit", 3)},
 			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"claim of two types", "TaskClaimable", []any{sql.Named("state", "OPEN"), excluded, sql.Named("any_type", false),
-			sql.Named("types", `["a","b"]`), sql.Named("now", now), sql.Named("limit", 3)},
+			sql.Named("types", `["a","b"]`), sql.Named("now", now), guard, saturated, sql.Named("limit", 3)},
 			[]string{"idx_outbox_tasks_claim"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"claim of one type", "TaskClaimableOfType", []any{sql.Named("state", "OPEN"), excluded, sql.Named("type", "a"),
-			sql.Named("now", now), sql.Named("limit", 3)},
+			sql.Named("now", now), guard, saturated, sql.Named("limit", 3)},
 			[]string{"idx_outbox_tasks_claim_type"}, []string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"lease reaper", "TaskLeaseExpired", []any{sql.Named("states", `["CLAIMED","RUNNING","REVIEWING"]`), excluded,
 			sql.Named("expired_at", now), sql.Named("renewed_before", now), sql.Named("limit", 500)},
@@ -149,13 +150,14 @@ func TestClaimsPlanWithoutTheirBinding(t *testing.T) {
 	defer db.Close()
 	q := drivertest.Queries(t)
 	excluded := sql.Named("excluded", `["NEEDS_INPUT","STOPPED"]`)
+	guard, saturated := sql.Named("guard", true), sql.Named("saturated", `["x"]`)
 	now := sql.Named("now", "2026-01-01T00:00:00.000000000Z")
 	cases := []struct {
 		query, index string
 		args         []any
 	}{
-		{"TaskClaimable", "idx_outbox_tasks_claim_open", []any{excluded, sql.Named("any_type", true), sql.Named("types", `[]`), now, sql.Named("limit", 3)}},
-		{"TaskClaimableOfType", "idx_outbox_tasks_claim_type", []any{excluded, sql.Named("type", "a"), now, sql.Named("limit", 3)}},
+		{"TaskClaimable", "idx_outbox_tasks_claim_open", []any{excluded, sql.Named("any_type", true), sql.Named("types", `[]`), now, guard, saturated, sql.Named("limit", 3)}},
+		{"TaskClaimableOfType", "idx_outbox_tasks_claim_type", []any{excluded, sql.Named("type", "a"), now, guard, saturated, sql.Named("limit", 3)}},
 	}
 	for _, c := range cases {
 		var open string

@@ -40,7 +40,7 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
 					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
 					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata),
-					AttemptTimeoutMs: r.AttemptTimeoutMs})
+					AttemptTimeoutMs: r.AttemptTimeoutMs, ConcurrencyKeys: r.ConcurrencyKeys})
 			} else {
 				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
 			}
@@ -89,6 +89,12 @@ func stored(r driver.TaskRow, times *timeTexts) (driver.TaskRow, error) {
 
 // TaskClaimable implements driver.TaskExecutor.
 func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimableParams) ([]driver.TaskRow, error) {
+	return e.taskClaimable(ctx, p, false)
+}
+
+// taskClaimable is TaskClaimable's read; with guard (TaskClaim's), a task
+// with concurrency keys only while no limit exists.
+func (e *executor) taskClaimable(ctx context.Context, p driver.TaskClaimableParams, guard bool) ([]driver.TaskRow, error) {
 	now := fmtTime(p.Now)
 	var (
 		rows []dbsqlc.CksOutboxTask
@@ -96,11 +102,12 @@ func (e *executor) TaskClaimable(ctx context.Context, p driver.TaskClaimablePara
 	)
 	if len(p.Types) == 1 {
 		rows, err = e.d.q.TaskClaimableOfType(ctx, e.read, dbsqlc.TaskClaimableOfTypeParams{
-			State: p.State, Excluded: jsonList(p.Excluded), Type: p.Types[0], Now: &now, Limit: int64(p.Limit)})
+			State: p.State, Excluded: jsonList(p.Excluded), Type: p.Types[0], Now: &now,
+			Guard: guard, Saturated: jsonList(p.Saturated), Limit: int64(p.Limit)})
 	} else {
 		rows, err = e.d.q.TaskClaimable(ctx, e.read, dbsqlc.TaskClaimableParams{
 			State: p.State, Excluded: jsonList(p.Excluded), AnyType: len(p.Types) == 0,
-			Types: jsonList(p.Types), Now: &now, Limit: int64(p.Limit)})
+			Types: jsonList(p.Types), Now: &now, Guard: guard, Saturated: jsonList(p.Saturated), Limit: int64(p.Limit)})
 	}
 	if err != nil {
 		return nil, mapErr("task claimable", err)
@@ -120,11 +127,35 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 	err := e.write(ctx, "task claim", func(w *wtx) error {
 		out = nil
 		in := &executor{d: e.d, read: w, tx: w}
-		sel := p.TaskClaimableParams
-		sel.Limit = limit
-		rows, err := in.TaskClaimable(ctx, sel)
-		if err != nil || len(rows) == 0 {
-			return err
+		var rows []driver.TaskRow
+		if p.IDs != nil {
+			// The keyed claim's choice, read in this transaction: those
+			// still in p.State, in the order given.
+			got, err := in.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: p.IDs})
+			if err != nil {
+				return err
+			}
+			byID := make(map[int64]driver.TaskRow, len(got))
+			for _, r := range got {
+				byID[r.ID] = r
+			}
+			for _, id := range p.IDs {
+				if r, ok := byID[id]; ok && r.State == p.State {
+					rows = append(rows, r)
+				}
+			}
+			slices.SortFunc(rows, driver.ClaimOrder)
+			rows = rows[:min(len(rows), limit)]
+		} else {
+			sel := p.TaskClaimableParams
+			sel.Limit = limit
+			var err error
+			if rows, err = in.taskClaimable(ctx, sel, true); err != nil {
+				return err
+			}
+		}
+		if len(rows) == 0 {
+			return nil
 		}
 		ids := make([]int64, len(rows))
 		for i := range rows {

@@ -49,7 +49,7 @@ var Permissions = []string{PermRead, PermAppend, PermCreate, PermUpdate, PermSto
 
 // Roots of the resource tree. A resource is "/", a root, or a root followed by
 // one id segment: /tasks/ID, /sweepers/ID, /processes/KIND, /objects/ID,
-// /schedules/NAME, /types/TYPE (TypeResource).
+// /schedules/NAME, /types/TYPE (TypeResource), /limits/NAME.
 const (
 	ResourceRoot      = "/"
 	ResourceTasks     = "/tasks"
@@ -58,9 +58,10 @@ const (
 	ResourceObjects   = "/objects"
 	ResourceSchedules = "/schedules"
 	ResourceTypes     = "/types"
+	ResourceLimits    = "/limits"
 )
 
-var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects, ResourceSchedules, ResourceTypes}
+var roots = []string{ResourceTasks, ResourceSweepers, ResourceProcesses, ResourceObjects, ResourceSchedules, ResourceTypes, ResourceLimits}
 
 // TypeResource returns /types/TYPE, the resource of a task type's flow
 // control (pause_type). A type may hold "/" (repo/build), so the segment is

@@ -56,6 +56,12 @@ func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task, runAf
 			if cur.AttemptTimeoutMs == 0 {
 				c.Old = nil
 			}
+		case "concurrency_keys":
+			old, err := decodeKeys(cur.ConcurrencyKeys)
+			if err != nil {
+				return "", err
+			}
+			c = cks.FieldChange{Old: jsonOf(orEmpty(old)), New: jsonOf(orEmpty(*p.ConcurrencyKeys))}
 		case "add_depends_on":
 			c.New = jsonOf(p.AddDependsOn)
 		case "remove_depends_on":
@@ -137,4 +143,12 @@ func timeJSON(t time.Time) json.RawMessage {
 		return nil
 	}
 	return jsonOf(t.UTC().Format(time.RFC3339Nano))
+}
+
+// orEmpty is keys, or an empty list for none (recorded as [], not null).
+func orEmpty(keys []string) []string {
+	if keys == nil {
+		return []string{}
+	}
+	return keys
 }

@@ -113,15 +113,36 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 		}
 	}
 	single = single && !stale
+	// With limits, the claim is keyed (claimKeyed): it reads the limits
+	// and the held keys first, so it is not one statement.
+	keyed, err := s.limitsMayExist(ctx)
+	if err != nil {
+		for _, i := range live {
+			out[i].Err = err
+		}
+		return out
+	}
+	single = single && !keyed
+	noLimits := false
 	// owner is the call and token of each lease hash.
 	type owner struct{ call, token int }
-	err := s.writeWith(ctx, driver.TxOptions{Single: single}, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+	err = s.writeWith(ctx, driver.TxOptions{Single: single}, func(ctx context.Context, ex driver.Executor, now time.Time) error {
 		for _, i := range live {
 			out[i].Val = make([]cks.ClaimedTask, 0, batch[i].In.p.N)
 		}
 		if stale {
 			if _, _, err := reclaimExpired(ctx, ex, now); err != nil {
 				return err
+			}
+		}
+		var caps *keyCaps
+		if keyed {
+			var err error
+			if caps, err = readKeyCaps(ctx, ex, driver.LockUpdate); err != nil {
+				return err
+			}
+			if noLimits = len(caps.limits) == 0; noLimits {
+				caps = nil
 			}
 		}
 		done := map[string]bool{}
@@ -164,7 +185,13 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 				}
 			}
 			params.Limit = len(params.Leases)
-			rows, err := ex.TaskClaim(ctx, params)
+			var rows []driver.TaskClaimed
+			var err error
+			if caps != nil {
+				rows, err = claimKeyed(ctx, ex, caps, params)
+			} else {
+				rows, err = ex.TaskClaim(ctx, params)
+			}
 			if err != nil {
 				return err
 			}
@@ -204,6 +231,8 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 		for _, i := range live {
 			out[i] = groupcommit.Result[[]cks.ClaimedTask]{Err: err}
 		}
+	} else if noLimits && !s.serial {
+		s.noteLimits(false, s.clock.Now())
 	}
 	return out
 }

@@ -107,7 +107,14 @@ func (r *waitRoom) enter(p ClaimParams) (*claimWaiter, bool) {
 		watched := make(chan struct{})
 		go func() {
 			defer close(watched)
-			r.s.changes.WatchChanges(context.Background(), []string{cks.TopicTasksReady}, func(string) { //nolint:errcheck // ends with the listener
+			// A limit made elsewhere (TopicFlowControl, published with
+			// TopicTasksReady, sorted before it) is looked for by the
+			// claims it wakes (forgetLimits).
+			r.s.changes.WatchChanges(context.Background(), []string{cks.TopicFlowControl, cks.TopicTasksReady}, func(topic string) { //nolint:errcheck // ends with the listener
+				if topic == cks.TopicFlowControl {
+					r.s.forgetLimits()
+					return
+				}
 				r.poke()
 			})
 		}()

@@ -41,6 +41,11 @@ type Service struct {
 	// unrenewed, as far as the claim's last probe knows
 	// (leaseMayHaveExpired).
 	leasesLiveUntil atomic.Int64
+	// limitsSeen is set while the claims of this process last found a
+	// concurrency limit; limitsUnseenUntil (Unix ns) is until when a probe
+	// that found none holds (limitsMayExist).
+	limitsSeen        atomic.Bool
+	limitsUnseenUntil atomic.Int64
 	// nextDeadline (Unix ns, 0: none) is the next attempt deadline the
 	// last TimeOutAttempts found (NextAttemptDeadline).
 	nextDeadline atomic.Int64
@@ -303,6 +308,7 @@ func toTask(r driver.TaskRow, deps []int64) cks.Task {
 		t.ParentID = &p
 	}
 	t.ExpiresAt = r.ExpiresAt
+	t.ConcurrencyKeys, _ = decodeKeys(r.ConcurrencyKeys) // as the ledger wrote them
 	if r.AttemptTimeoutMs > 0 {
 		d := attemptTimeout(r)
 		t.AttemptTimeout = cks.Duration(cks.FormatDuration(d))
@@ -393,7 +399,9 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 		if ev, ok := eventOf(m, from, r, now, attempt); ok {
 			events = append(events, ev)
 		}
-		ready = ready || m.to == cks.TaskOpen
+		// A task that had keys and leaves a running attempt frees a
+		// place under its limits: the waiting claims are told.
+		ready = ready || m.to == cks.TaskOpen || (r.ConcurrencyKeys != "" && holdsKeys(from) && !holdsKeys(m.to))
 		// TaskMoveMany writes no event's changes.
 		narrow = narrow && driver.OnlyMoved(m.row, *r) && m.changes == ""
 	}

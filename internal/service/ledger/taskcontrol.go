@@ -401,6 +401,14 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 			}
 		}
 	}
+	if p.ConcurrencyKeys != nil {
+		cur.ConcurrencyKeys = encodeKeys(*p.ConcurrencyKeys)
+		// The task may be claimable now, or a running attempt may have
+		// freed a place under a limit: the waiting claims look again.
+		if err := ex.Notify(ctx, cks.TopicTasksReady); err != nil {
+			return cur, nil, err
+		}
+	}
 	if !p.ExpiresAt.IsZero() {
 		if cur.ExpiresAt, err = expiresAt(cks.NewTask{ExpiresAt: p.ExpiresAt}, now, cur.RunAfter, "expires_at"); err != nil {
 			return cur, nil, err

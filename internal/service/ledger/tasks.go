@@ -295,6 +295,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 			return nil, err
 		}
 		rows[k].AttemptTimeoutMs = timeout.Milliseconds()
+		rows[k].ConcurrencyKeys = encodeKeys(n.ConcurrencyKeys)
 		if rows[k].ExpiresAt, err = expiresAt(n, now, rows[k].RunAfter, name(i, "expires_at")); err != nil {
 			return nil, err
 		}

@@ -55,6 +55,10 @@ const (
 	ToolPauseType          = "pause_type"
 	ToolResumeType         = "resume_type"
 	ToolListPausedTypes    = "list_paused_types"
+	// The concurrency limits' tools (issue 42).
+	ToolSetLimit    = "set_limit"
+	ToolListLimits  = "list_limits"
+	ToolDeleteLimit = "delete_limit"
 	// The schedules' tools (issue 42).
 	ToolCreateSchedule  = "create_schedule"
 	ToolListSchedules   = "list_schedules"

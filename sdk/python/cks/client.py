@@ -165,13 +165,15 @@ class Client:
         delay: str | None = None,
         attempt_timeout: str | None = None,
         expires_at: str | None = None,
+        concurrency_keys: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Create a task of ``type``; answers ``{"task": {...}, "created": bool}`` (created false: a dedupe_key matched).
         ``run_after`` (RFC 3339, "2026-12-24T18:00:00Z") or ``delay`` ("10m", "24h") makes a delayed task:
         OPEN with that ``run_after``, claimed by nobody before then. ``attempt_timeout`` ("10m") bounds each
         attempt: past it the hub ends the attempt (its lease revoked, an abort requested) and retries it
         or fails the task by max_attempts, reason "timed out after 10m". ``expires_at`` (RFC 3339): a task not
-        completed by then is cancelled."""
+        completed by then is cancelled. ``concurrency_keys`` (up to 4, such as "openai:gpt-5") put the task
+        under the limits set with ``set_limit``: it is not claimed while one of its keys is at its cap."""
         return self.call("create_task", {
             "type": type, "title": title, "description": description,
             "acceptance_criteria": acceptance_criteria, "payload": payload, "metadata": metadata,
@@ -179,6 +181,7 @@ class Client:
             "depends_on": list(depends_on) if depends_on is not None else None,
             "parent_id": parent_id, "dedupe_key": dedupe_key, "dedupe_once": dedupe_once,
             "run_after": run_after, "delay": delay, "attempt_timeout": attempt_timeout, "expires_at": expires_at,
+            "concurrency_keys": list(concurrency_keys) if concurrency_keys is not None else None,
         })
 
     def get_task(self, task_id: int) -> dict[str, Any]:

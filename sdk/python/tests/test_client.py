@@ -54,6 +54,22 @@ class ClientTest(unittest.TestCase):
             self.client.create_task(t, attempt_timeout="0s")
         self.assertEqual(cm.exception.field, "attempt_timeout")
 
+    def test_concurrency_limit(self) -> None:
+        t, key = unique("sdk-keyed"), unique("sdk-key")
+        limit = self.client.call("set_limit", {"name": key, "pattern": key, "max_running": 1})
+        self.assertEqual(limit["max_running"], 1)
+        try:
+            first = self.client.create_task(t, concurrency_keys=[key])["task"]
+            self.client.create_task(t, concurrency_keys=[key])
+            self.assertEqual(first["concurrency_keys"], [key])
+            claimed = self.client.call("claim_tasks", {"types": [t], "n": 5})
+            self.assertEqual([x["task_id"] for x in claimed["tasks"]], [first["task_id"]])
+            with self.assertRaises(InvalidArgument) as cm:
+                self.client.create_task(t, concurrency_keys=["a b"])
+            self.assertEqual(cm.exception.field, "concurrency_keys")
+        finally:
+            self.assertTrue(self.client.call("delete_limit", {"name": key})["deleted"])
+
     def test_expires_at(self) -> None:
         t = unique("sdk-expires")
         import datetime

@@ -41,6 +41,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * the concurrency limits, each with its keys held now
+         * @description List the limits, by name, under "limits": name, pattern, max_running, created_by, created_at, updated_at; keys, the keys it governs that are held now with how many tasks hold each (the most held first, at most 20); held, how many such keys; saturated, how many are at the cap. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs read on /limits.
+         */
+        get: operations["list_limits"];
+        put?: never;
+        /**
+         * create or replace a concurrency limit on task keys
+         * @description Create the limit named name, or replace its pattern and max_running. From its commit on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or RUNNING tasks; attempts already running are counted, never stopped. A pattern another limit has is refused. Answers the limit. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs control on /limits/NAME.
+         */
+        post: operations["set_limit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/limits/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * delete a concurrency limit
+         * @description Delete a limit: the keys it governed are free of it at once (waiting claims are woken), or governed by the next most specific limit. deleted is false when no limit had the name (nothing changed). A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs control on /limits/NAME.
+         */
+        delete: operations["delete_limit"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/objects": {
         parameters: {
             query?: never;
@@ -1304,6 +1348,8 @@ export interface components {
             claimed_at?: string;
             /** @description the worker (or reviewer) holding the lease or claim; empty when none */
             claimed_by?: string;
+            /** @description the task's concurrency keys: it is not claimed while one of them is held at its limit's cap */
+            concurrency_keys?: null | string[];
             /** @description when it was created */
             created_at: string;
             /** @description who created it */
@@ -1503,6 +1549,12 @@ export interface components {
         };
         /** @description any JSON value */
         JSONValue: unknown;
+        KeyRunning: {
+            /** @description a concurrency key */
+            key: string;
+            /** @description how many CLAIMED or RUNNING tasks hold it now */
+            running: number;
+        };
         LeaseBinding: {
             /** @description the task's id */
             task_id: number;
@@ -1510,6 +1562,58 @@ export interface components {
         LeaseInput: {
             /** @description the lease token its claim (or review claim) answered */
             lease_token: string;
+        };
+        Limit: {
+            /** @description when it was created */
+            created_at: string;
+            /** @description who created it */
+            created_by?: string;
+            /** @description how many CLAIMED or RUNNING tasks may hold each key it governs at once */
+            max_running: number;
+            /** @description the limit's name */
+            name: string;
+            /** @description the keys it caps: a key, or a prefix ending in * (each matching key has its own cap) */
+            pattern: string;
+            /** @description when it was last set */
+            updated_at: string;
+        };
+        LimitDeleted: {
+            /** @description true when the limit existed and is deleted; false when there was none */
+            deleted: boolean;
+            /** @description the limit's name */
+            name: string;
+        };
+        LimitInput: {
+            /** @description how many CLAIMED or RUNNING tasks may hold each matching key at once (at least 1) */
+            max_running: number;
+            /** @description the limit's name: letters, digits and _ - . : (starting with a letter or digit) */
+            name: string;
+            /** @description the keys it caps: a key (openai:gpt-5) or a prefix ending in * (openai:*); each matching key has its own cap */
+            pattern: string;
+        };
+        LimitList: {
+            /** @description every limit, by name */
+            limits: null | components["schemas"]["LimitStatus"][];
+        };
+        LimitStatus: {
+            /** @description when it was created */
+            created_at: string;
+            /** @description who created it */
+            created_by?: string;
+            /** @description how many keys it governs are held now */
+            held: number;
+            /** @description the keys it governs that are held now, the most held first (at most 20) */
+            keys: null | components["schemas"]["KeyRunning"][];
+            /** @description how many CLAIMED or RUNNING tasks may hold each key it governs at once */
+            max_running: number;
+            /** @description the limit's name */
+            name: string;
+            /** @description the keys it caps: a key, or a prefix ending in * (each matching key has its own cap) */
+            pattern: string;
+            /** @description how many of them are at the cap */
+            saturated: number;
+            /** @description when it last changed */
+            updated_at: string;
         };
         NewSchedule: {
             /** @description when it fires: five fields (minute hour day-of-month month day-of-week, "*\/5 * * * *"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly) or "@every 30s" (at least 1s; slots at whole multiples) */
@@ -1533,6 +1637,8 @@ export interface components {
             acceptance_criteria?: string;
             /** @description the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason "timed out after 10m" */
             attempt_timeout?: string;
+            /** @description up to 4 keys such as openai or openai:gpt-5 (letters, digits and _ . : / @ + =, at most 128 bytes): the task is not claimed while one of them is held at its limit's cap (set_limit) */
+            concurrency_keys?: null | string[];
             /** @description when a live task has this key it is returned instead of creating another */
             dedupe_key?: string;
             /** @description with dedupe_key: a finished task with the key counts too, so the key is used at most once ever */
@@ -1809,6 +1915,8 @@ export interface components {
             paused_by?: string;
             /** @description the task as it now stands */
             task: {
+                /** @description the tasks' concurrency keys (create_task's) */
+                concurrency_keys?: null | string[];
                 /** @description what to do */
                 description?: string;
                 /** @description attempts before a task is dead-lettered as FAILED (default 3) */
@@ -1838,6 +1946,8 @@ export interface components {
             schedules: null | components["schemas"]["Schedule"][];
         };
         ScheduleTask: {
+            /** @description the tasks' concurrency keys (create_task's) */
+            concurrency_keys?: null | string[];
             /** @description what to do */
             description?: string;
             /**
@@ -1973,6 +2083,8 @@ export interface components {
             claimed_at?: string;
             /** @description the worker (or reviewer) holding the lease or claim; empty when none */
             claimed_by?: string;
+            /** @description the task's concurrency keys: it is not claimed while one of them is held at its limit's cap */
+            concurrency_keys?: null | string[];
             /** @description when it was created */
             created_at: string;
             /** @description who created it */
@@ -2192,6 +2304,8 @@ export interface components {
             attempt_timeout?: string;
             /** @description children of this task to cancel (material) */
             cancel_children?: null | number[];
+            /** @description replaces the task's concurrency keys ([] removes them; not material: a running attempt is counted under the new keys) */
+            concurrency_keys?: null | string[];
             /** @description how long to wait for the executor of a CLAIMED or RUNNING task to confirm its abort: a duration such as 30s or 2m, from 1ms to 10m (empty for 30s) */
             deadline?: string;
             /** @description run_after as a duration from now, such as 10m (not with run_after; not material) */
@@ -2313,6 +2427,126 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    list_limits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the concurrency limits, each with its keys held now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitList"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    set_limit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LimitInput"];
+            };
+        };
+        responses: {
+            /** @description create or replace a concurrency limit on task keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Limit"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_limit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description delete a concurrency limit */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitDeleted"];
+                };
             };
             /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
             "4XX": {

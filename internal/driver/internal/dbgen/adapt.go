@@ -65,6 +65,7 @@ var rowOf = map[string]string{
 	"CksSession":                 "SessionRow",
 	"CksSweeperPass":             "SweeperPassRow",
 	"CksPausedType":              "PausedTypeRow",
+	"CksLimit":                   "LimitRow",
 	"CksSchedule":                "ScheduleRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
 }
@@ -952,7 +953,9 @@ func (g *gen) call(m string, sig fn, q string, qsig fn) (arg string, used map[st
 	used = map[string]bool{}
 	switch {
 	case len(qsig.params) == 0:
-		return "", used, len(sig.params) == 0
+		// No argument, or a params struct of nothing but the Lock that
+		// chose the query (LimitListParams).
+		return "", used, len(sig.params) == 0 || g.onlyLock(sig)
 	case len(qsig.params) > 1:
 		return "", nil, false
 	}
@@ -1135,6 +1138,24 @@ func (g *gen) oneID(m, suffix string, sig fn) (list, query string) {
 		}
 	}
 	return "", ""
+}
+
+// onlyLock reports whether sig's one argument is a params struct whose
+// fields are all Locks.
+func (g *gen) onlyLock(sig fn) bool {
+	if len(sig.params) != 1 {
+		return false
+	}
+	fields, ok := g.s.structs[strings.TrimPrefix(sig.params[0].typ, "driver.")]
+	if !ok || len(fields) == 0 {
+		return false
+	}
+	for _, f := range fields {
+		if f.typ != "Lock" {
+			return false
+		}
+	}
+	return true
 }
 
 // lockField is "p.Lock" when m's one argument is a params struct with a

@@ -74,6 +74,16 @@ type CksLeader struct {
 	ExpiresAt time.Time
 }
 
+// CksLimit is a row of cks_limits.
+type CksLimit struct {
+	Name       string
+	Pattern    string
+	MaxRunning int32
+	CreatedBy  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
 // CksObject is a row of cks_objects.
 type CksObject struct {
 	ObjectID      int64
@@ -142,6 +152,7 @@ type CksOutboxTask struct {
 	Metadata           []byte
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
+	ConcurrencyKeys    string
 }
 
 // CksPausedType is a row of cks_paused_types.
@@ -478,6 +489,49 @@ func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassT
 	}
 	return result.RowsAffected(), nil
 }
+
+const LimitPut = `-- name: LimitPut :exec
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (name) DO UPDATE SET
+    pattern = excluded.pattern,
+    max_running = excluded.max_running,
+    updated_at = excluded.updated_at
+`
+
+type LimitPutParams struct {
+	Name       string
+	Pattern    string
+	MaxRunning int32
+	CreatedBy  string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+func (q *Queries) LimitPut(ctx context.Context, db DBTX, arg LimitPutParams) error {
+	_, err := db.Exec(ctx, LimitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt)
+	return err
+}
+
+const LimitDelete = `-- name: LimitDelete :execrows
+DELETE FROM cks_limits WHERE name = $1
+`
+
+func (q *Queries) LimitDelete(ctx context.Context, db DBTX, name string) (int64, error) {
+	result, err := db.Exec(ctx, LimitDelete, name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const LimitList = `-- name: LimitList :many
+SELECT name, pattern, max_running, created_by, created_at, updated_at FROM cks_limits ORDER BY name COLLATE "C" 
+`
+
+const LimitListForUpdate = `-- name: LimitListForUpdate :many
+SELECT name, pattern, max_running, created_by, created_at, updated_at FROM cks_limits ORDER BY name COLLATE "C" FOR UPDATE
+`
 
 const TransactionReadOnly = `-- name: TransactionReadOnly :one
 SELECT current_setting('transaction_read_only') = 'on'
@@ -1846,7 +1900,7 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
     u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
@@ -1854,7 +1908,7 @@ SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, 
     NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
     NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
     u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
+    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), u.concurrency_keys
 FROM (SELECT
     unnest($1::text[]) AS type,
     unnest($2::text[]) AS title,
@@ -1887,8 +1941,9 @@ FROM (SELECT
     unnest($29::timestamptz[]) AS state_changed_at,
     unnest($30::text[]) AS metadata,
     unnest($31::bigint[]) AS attempt_timeout_ms,
-    unnest($32::timestamptz[]) AS expires_at) AS u
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at
+    unnest($32::timestamptz[]) AS expires_at,
+    unnest($33::text[]) AS concurrency_keys) AS u
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys
 `
 
 type TaskInsertManyParams struct {
@@ -1924,10 +1979,11 @@ type TaskInsertManyParams struct {
 	Metadatas           []string
 	AttemptTimeoutMss   []int64
 	ExpiresAts          []time.Time
+	ConcurrencyKeyss    []string
 }
 
 func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertManyParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, TaskInsertMany, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.CreatedAts, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts)
+	rows, err := db.Query(ctx, TaskInsertMany, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.CreatedAts, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts, arg.ConcurrencyKeyss)
 	if err != nil {
 		return nil, err
 	}
@@ -1935,7 +1991,7 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -1949,17 +2005,17 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 const TaskInsertManyNew = `-- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
-    $1, $1, $1, u.metadata::jsonb, u.attempt_timeout_ms
+    $1, $1, $1, u.metadata::jsonb, u.attempt_timeout_ms, u.concurrency_keys
 FROM ROWS FROM (unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
     unnest($5::text[]), unnest($6::text[]), unnest($7::text[]),
     unnest($8::int[]), unnest($9::int[]), unnest($10::bigint[]),
     unnest($11::text[]), unnest($12::text[]), unnest($13::text[]),
-    unnest($14::bigint[]))
+    unnest($14::bigint[]), unnest($15::text[]))
     AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
-        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms)
+        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms, concurrency_keys)
 RETURNING task_id, payload, metadata
 `
 
@@ -1978,6 +2034,7 @@ type TaskInsertManyNewParams struct {
 	CreatedBys          []string
 	Metadatas           []string
 	AttemptTimeoutMss   []int64
+	ConcurrencyKeyss    []string
 }
 
 type TaskInsertManyNewRow struct {
@@ -1991,14 +2048,14 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
 VALUES ($1, $2, $3, $4, $5::jsonb, $6,
     $7, $8, $9, $10, $11, $12, $13, $14,
     $15, $16, $17, $18,
     $19, $20, $21, $22, $23, $24,
     $25, $26, $27, $28, $29, $30::jsonb,
-    $31, $32)
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at
+    $31, $32, $33)
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys
 `
 
 type TaskInsertParams struct {
@@ -2034,30 +2091,31 @@ type TaskInsertParams struct {
 	Metadata           []byte
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
+	ConcurrencyKeys    string
 }
 
 // One row: plain parameters, cheaper for Postgres than one-element arrays.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt)
+	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys)
 	var i CksOutboxTask
-	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt)
+	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys)
 	return i, err
 }
 
 const TaskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 
 `
 
 const TaskGetForUpdate = `-- name: TaskGetForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
 `
 
 const TaskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetForShare = `-- name: TaskGetForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
 `
 
 const TaskChildren = `-- name: TaskChildren :many
@@ -2106,22 +2164,22 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent int64) (in
 }
 
 const TaskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 
 `
 
 const TaskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE
 `
 
 const TaskGetManyForUpdateSkip = `-- name: TaskGetManyForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetManyForShare = `-- name: TaskGetManyForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR SHARE
 `
 
@@ -2139,7 +2197,7 @@ UPDATE cks_outbox_tasks t SET
     review_note = u.review_note, updated_at = u.updated_at,
     state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
     metadata = u.metadata::jsonb, attempt_timeout_ms = u.attempt_timeout_ms,
-    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
+    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), concurrency_keys = u.concurrency_keys
 FROM (SELECT
     unnest($1::bigint[]) AS task_id,
     unnest($2::text[]) AS title,
@@ -2170,7 +2228,8 @@ FROM (SELECT
     unnest($27::timestamptz[]) AS state_changed_at,
     unnest($28::text[]) AS metadata,
     unnest($29::bigint[]) AS attempt_timeout_ms,
-    unnest($30::timestamptz[]) AS expires_at) AS u
+    unnest($30::timestamptz[]) AS expires_at,
+    unnest($31::text[]) AS concurrency_keys) AS u
 WHERE t.task_id = u.task_id
 `
 
@@ -2205,11 +2264,12 @@ type TaskUpdateManyParams struct {
 	Metadatas           []string
 	AttemptTimeoutMss   []int64
 	ExpiresAts          []time.Time
+	ConcurrencyKeyss    []string
 }
 
 // Every column but task_id, type, created_at and created_by, by primary key.
 func (q *Queries) TaskUpdateMany(ctx context.Context, db DBTX, arg TaskUpdateManyParams) (int64, error) {
-	result, err := db.Exec(ctx, TaskUpdateMany, arg.TaskIds, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts)
+	result, err := db.Exec(ctx, TaskUpdateMany, arg.TaskIds, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts, arg.ConcurrencyKeyss)
 	if err != nil {
 		return 0, err
 	}
@@ -2425,68 +2485,76 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 }
 
 const TaskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     
     AND (run_after IS NULL OR run_after <= $3)
+    AND NOT (concurrency_keys <> '' AND jsonb_exists_any(concurrency_keys::jsonb, $4::text[]))
     AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
-LIMIT $4
+LIMIT $5
 FOR UPDATE SKIP LOCKED
 `
 
 type TaskClaimableParams struct {
-	State    string
-	Excluded []string
-	Now      pgtype.Timestamptz
-	Limit    int32
+	State     string
+	Excluded  []string
+	Now       pgtype.Timestamptz
+	Saturated []string
+	Limit     int32
 }
 
 const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
+    AND NOT (concurrency_keys <> '' AND jsonb_exists_any(concurrency_keys::jsonb, $5::text[]))
     AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = $3)
     
 ORDER BY priority DESC, created_at, task_id
-LIMIT $5
+LIMIT $6
 FOR UPDATE SKIP LOCKED
 `
 
 type TaskClaimableOfTypeParams struct {
-	State    string
-	Excluded []string
-	Type     string
-	Now      pgtype.Timestamptz
-	Limit    int32
+	State     string
+	Excluded  []string
+	Type      string
+	Now       pgtype.Timestamptz
+	Saturated []string
+	Limit     int32
 }
 
 const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
+    AND NOT (concurrency_keys <> '' AND jsonb_exists_any(concurrency_keys::jsonb, $5::text[]))
     AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
 ORDER BY priority DESC, created_at, task_id
-LIMIT $5
+LIMIT $6
 FOR UPDATE SKIP LOCKED
 `
 
 type TaskClaimableOfTypesParams struct {
-	State    string
-	Excluded []string
-	Types    []string
-	Now      pgtype.Timestamptz
-	Limit    int32
+	State     string
+	Excluded  []string
+	Types     []string
+	Now       pgtype.Timestamptz
+	Saturated []string
+	Limit     int32
 }
 
 const TaskClaim = `-- name: TaskClaim :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
-        
+    WHERE o.state = $1 AND o.state = 'OPEN'
+        AND o.state <> ALL($2::text[])
         AND (o.run_after IS NULL OR o.run_after <= $3)
+        AND (o.concurrency_keys = '' OR NOT EXISTS (SELECT 1 FROM cks_limits))
+        
         AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $4
@@ -2507,9 +2575,9 @@ WITH locked AS (
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2566,16 +2634,19 @@ type TaskClaimRow struct {
 	Metadata           []byte
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
+	ConcurrencyKeys    string
 	DependsOn          []int64
 }
 
 const TaskClaimOfType = `-- name: TaskClaimOfType :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
-        AND o.type = $3
-        AND (o.run_after IS NULL OR o.run_after <= $4)
-        AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = $3)
+    WHERE o.state = $1 AND o.state = 'OPEN'
+        AND o.state <> ALL($2::text[])
+        AND (o.run_after IS NULL OR o.run_after <= $3)
+        AND (o.concurrency_keys = '' OR NOT EXISTS (SELECT 1 FROM cks_limits))
+        AND o.type = $4
+        AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = $4)
         
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
@@ -2589,16 +2660,16 @@ WITH locked AS (
         AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($11::text, ''), $12::text), attempts = t.attempts + $13::int,
-        claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        claimed_by = p.claimed_by, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
         agent_token_hash = p.agent_hash,
-        lease_expires_at = p.expires_at, lease_renewed_at = $4::timestamptz,
+        lease_expires_at = p.expires_at, lease_renewed_at = $3::timestamptz,
         lease_ms = p.ms, run_after = $14::timestamptz,
-        updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
+        updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2607,8 +2678,8 @@ ORDER BY c.priority DESC, c.created_at, c.task_id
 type TaskClaimOfTypeParams struct {
 	State            string
 	Excluded         []string
-	Type             string
 	Now              pgtype.Timestamptz
+	Type             string
 	Limit            int32
 	LeaseTokenHashes []string
 	AgentTokenHashes []string
@@ -2656,15 +2727,18 @@ type TaskClaimOfTypeRow struct {
 	Metadata           []byte
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
+	ConcurrencyKeys    string
 	DependsOn          []int64
 }
 
 const TaskClaimOfTypes = `-- name: TaskClaimOfTypes :many
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = $1 AND o.state = 'OPEN' AND o.state <> ALL($2::text[])
-        AND o.type = ANY($3::text[])
-        AND (o.run_after IS NULL OR o.run_after <= $4)
+    WHERE o.state = $1 AND o.state = 'OPEN'
+        AND o.state <> ALL($2::text[])
+        AND (o.run_after IS NULL OR o.run_after <= $3)
+        AND (o.concurrency_keys = '' OR NOT EXISTS (SELECT 1 FROM cks_limits))
+        AND o.type = ANY($4::text[])
         AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT $5
@@ -2678,16 +2752,16 @@ WITH locked AS (
         AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
 ), claimed AS (
     UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($11::text, ''), $12::text), attempts = t.attempts + $13::int,
-        claimed_by = p.claimed_by, claimed_at = $4::timestamptz, lease_token_hash = p.hash,
+        claimed_by = p.claimed_by, claimed_at = $3::timestamptz, lease_token_hash = p.hash,
         agent_token_hash = p.agent_hash,
-        lease_expires_at = p.expires_at, lease_renewed_at = $4::timestamptz,
+        lease_expires_at = p.expires_at, lease_renewed_at = $3::timestamptz,
         lease_ms = p.ms, run_after = $14::timestamptz,
-        updated_at = $4::timestamptz, state_changed_at = $4::timestamptz
+        updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2696,8 +2770,8 @@ ORDER BY c.priority DESC, c.created_at, c.task_id
 type TaskClaimOfTypesParams struct {
 	State            string
 	Excluded         []string
-	Types            []string
 	Now              pgtype.Timestamptz
+	Types            []string
 	Limit            int32
 	LeaseTokenHashes []string
 	AgentTokenHashes []string
@@ -2745,11 +2819,102 @@ type TaskClaimOfTypesRow struct {
 	Metadata           []byte
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
+	ConcurrencyKeys    string
+	DependsOn          []int64
+}
+
+const TaskClaimByIDs = `-- name: TaskClaimByIDs :many
+WITH locked AS (
+    SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
+    WHERE o.state = $1 AND o.state = 'OPEN'
+        AND o.task_id = ANY($2::bigint[])
+        
+        
+        
+    ORDER BY o.priority DESC, o.created_at, o.task_id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT u.task_id, u.hash, u.agent_hash, u.claimed_by, u.expires_at, u.ms
+    FROM (SELECT array_agg(task_id ORDER BY priority DESC, created_at, task_id) AS ids FROM locked) l
+    CROSS JOIN LATERAL ROWS FROM (unnest(l.ids), unnest($4::text[]),
+        unnest($5::text[]), unnest($6::text[]),
+        unnest($7::timestamptz[]), unnest($8::bigint[]))
+        AS u(task_id, hash, agent_hash, claimed_by, expires_at, ms)
+), claimed AS (
+    UPDATE cks_outbox_tasks t SET state = COALESCE(NULLIF($9::text, ''), $10::text), attempts = t.attempts + $11::int,
+        claimed_by = p.claimed_by, claimed_at = $12::timestamptz, lease_token_hash = p.hash,
+        agent_token_hash = p.agent_hash,
+        lease_expires_at = p.expires_at, lease_renewed_at = $12::timestamptz,
+        lease_ms = p.ms, run_after = $13::timestamptz,
+        updated_at = $12::timestamptz, state_changed_at = $12::timestamptz
+    FROM picked p
+    WHERE t.task_id = p.task_id
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
+)
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+        ORDER BY d.depends_on)::bigint[] AS depends_on
+FROM claimed c
+ORDER BY c.priority DESC, c.created_at, c.task_id
+`
+
+type TaskClaimByIDsParams struct {
+	State            string
+	IDs              []int64
+	Limit            int32
+	LeaseTokenHashes []string
+	AgentTokenHashes []string
+	ClaimedBys       []string
+	LeaseExpiresAts  []time.Time
+	LeaseMss         []int64
+	ThenTo           string
+	ToState          string
+	AttemptsAdded    int32
+	Now              time.Time
+	RunAfter         pgtype.Timestamptz
+}
+
+type TaskClaimByIDsRow struct {
+	TaskID             int64
+	Type               string
+	Title              string
+	Description        string
+	AcceptanceCriteria string
+	Payload            []byte
+	State              string
+	Priority           int32
+	Attempts           int32
+	MaxAttempts        int32
+	Restarts           int32
+	Revision           int32
+	ParentID           *int64
+	DedupeKey          string
+	CreatedBy          string
+	ClaimedBy          string
+	ClaimedAt          pgtype.Timestamptz
+	LeaseTokenHash     string
+	LeaseExpiresAt     pgtype.Timestamptz
+	LeaseRenewedAt     pgtype.Timestamptz
+	LeaseMs            int64
+	AgentTokenHash     string
+	RunAfter           pgtype.Timestamptz
+	Result             string
+	LastError          string
+	Question           string
+	Answer             string
+	ReviewNote         string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StateChangedAt     pgtype.Timestamptz
+	Metadata           []byte
+	AttemptTimeoutMs   int64
+	ExpiresAt          pgtype.Timestamptz
+	ConcurrencyKeys    string
 	DependsOn          []int64
 }
 
 const TaskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE state = ANY($1::text[]) AND state <> ALL($2::text[])
     AND lease_expires_at <= $3
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= $4)
@@ -2767,7 +2932,7 @@ type TaskLeaseExpiredParams struct {
 }
 
 const TaskAttemptsTimed = `-- name: TaskAttemptsTimed :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
     AND state = ANY($1::text[]) AND claimed_at <= $2
     AND task_id > $3
@@ -2783,14 +2948,14 @@ type TaskAttemptsTimedParams struct {
 }
 
 const TaskExpiring = `-- name: TaskExpiring :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
 ORDER BY expires_at, task_id
 LIMIT $1
 `
 
 const TaskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -2820,7 +2985,7 @@ type TaskListParams struct {
 }
 
 const TaskListForUpdate = `-- name: TaskListForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -2850,7 +3015,7 @@ type TaskListForUpdateParams struct {
 }
 
 const TaskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
     
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -2881,7 +3046,7 @@ type TaskListIDDescParams struct {
 }
 
 const TaskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-infinity'::timestamptz
         ELSE $2::timestamptz END, $1::bigint)
     
@@ -2914,7 +3079,7 @@ type TaskListUpdatedParams struct {
 }
 
 const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'infinity'::timestamptz
         ELSE $2::timestamptz END,
         CASE WHEN $1::bigint = 0 THEN 9223372036854775807 ELSE $1::bigint END)
@@ -2949,7 +3114,7 @@ type TaskListUpdatedDescParams struct {
 }
 
 const TaskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR priority < $2::integer
         OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
     
@@ -3231,7 +3396,7 @@ ORDER BY task_id, depends_on
 `
 
 const TaskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3244,7 +3409,7 @@ type TaskDependantsParams struct {
 }
 
 const TaskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3257,7 +3422,7 @@ type TaskDependantsForUpdateParams struct {
 }
 
 const TaskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3270,7 +3435,7 @@ type TaskDependantsForUpdateSkipParams struct {
 }
 
 const TaskDependantsForShare = `-- name: TaskDependantsForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3763,6 +3928,33 @@ func (q *Queries) TaskTypesHeld(ctx context.Context, db DBTX) ([]string, error) 
 			return nil, err
 		}
 		items = append(items, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const TaskKeysHeld = `-- name: TaskKeysHeld :many
+SELECT concurrency_keys FROM cks_outbox_tasks
+WHERE concurrency_keys <> '' AND state IN ('CLAIMED', 'RUNNING')
+`
+
+// The concurrency keys held now: those of every CLAIMED or RUNNING task
+// that has keys (idx_outbox_tasks_keys_held, whose WHERE the query names).
+func (q *Queries) TaskKeysHeld(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, TaskKeysHeld)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var concurrencyKeys string
+		if err := rows.Scan(&concurrencyKeys); err != nil {
+			return nil, err
+		}
+		items = append(items, concurrencyKeys)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     state_changed_at TIMESTAMPTZ,
     metadata JSONB NOT NULL DEFAULT '{}',
     attempt_timeout_ms BIGINT NOT NULL DEFAULT 0,
-    expires_at TIMESTAMPTZ
+    expires_at TIMESTAMPTZ,
+    concurrency_keys TEXT NOT NULL DEFAULT ''
 ) WITH (fillfactor=70);
 
 CREATE TABLE IF NOT EXISTS cks_task_deps (
@@ -162,6 +163,15 @@ CREATE TABLE IF NOT EXISTS cks_paused_types (
     paused_by TEXT NOT NULL,
     reason TEXT NOT NULL DEFAULT '',
     paused_at TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS cks_limits (
+    name TEXT PRIMARY KEY,
+    pattern TEXT NOT NULL,
+    max_running INTEGER NOT NULL,
+    created_by TEXT NOT NULL DEFAULT '',
+    created_at TIMESTAMPTZ NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS cks_leaders (
@@ -283,6 +293,9 @@ CREATE INDEX IF NOT EXISTS idx_outbox_tasks_updated ON cks_outbox_tasks(updated_
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_due ON cks_outbox_tasks(run_after)
 	WHERE state = 'OPEN' AND run_after IS NOT NULL;
 
+CREATE INDEX IF NOT EXISTS idx_outbox_tasks_keys_held ON cks_outbox_tasks(task_id)
+	WHERE concurrency_keys <> '' AND state IN ('CLAIMED', 'RUNNING');
+
 CREATE INDEX IF NOT EXISTS idx_outbox_tasks_dedupe_all ON cks_outbox_tasks(dedupe_key)
 	WHERE dedupe_key <> '';
 
@@ -323,6 +336,8 @@ CREATE INDEX IF NOT EXISTS idx_task_aborts_pending ON cks_task_aborts(deadline_a
 CREATE INDEX IF NOT EXISTS idx_sweeper_passes_agent ON cks_sweeper_passes(agent_id, started_at DESC, pass_id DESC);
 
 CREATE INDEX IF NOT EXISTS idx_sweeper_passes_started ON cks_sweeper_passes(started_at);
+
+CREATE UNIQUE INDEX IF NOT EXISTS idx_limits_pattern ON cks_limits(pattern);
 
 CREATE INDEX IF NOT EXISTS idx_objects_claim ON cks_objects(current_status, object_id)
 	WHERE claimed_by = '';

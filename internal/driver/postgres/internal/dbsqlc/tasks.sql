@@ -11,7 +11,7 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
     u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
@@ -19,7 +19,7 @@ SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, 
     NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
     NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
     u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
+    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), u.concurrency_keys
 FROM (SELECT
     unnest(@types::text[]) AS type,
     unnest(@titles::text[]) AS title,
@@ -52,7 +52,8 @@ FROM (SELECT
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
     unnest(@metadatas::text[]) AS metadata,
     unnest(@attempt_timeout_mss::bigint[]) AS attempt_timeout_ms,
-    unnest(@expires_ats::timestamptz[]) AS expires_at) AS u
+    unnest(@expires_ats::timestamptz[]) AS expires_at,
+    unnest(@concurrency_keyss::text[]) AS concurrency_keys) AS u
 RETURNING *;
 
 -- New tasks, as the ledger's enqueue makes them: the columns a task is
@@ -63,17 +64,17 @@ RETURNING *;
 -- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
-    @created_at, @created_at, @created_at, u.metadata::jsonb, u.attempt_timeout_ms
+    @created_at, @created_at, @created_at, u.metadata::jsonb, u.attempt_timeout_ms, u.concurrency_keys
 FROM ROWS FROM (unnest(@types::text[]), unnest(@titles::text[]), unnest(@descriptions::text[]),
     unnest(@acceptance_criterias::text[]), unnest(@payloads::text[]), unnest(@states::text[]),
     unnest(@priorities::int[]), unnest(@max_attemptss::int[]), unnest(@parent_ids::bigint[]),
     unnest(@dedupe_keys::text[]), unnest(@created_bys::text[]), unnest(@metadatas::text[]),
-    unnest(@attempt_timeout_mss::bigint[]))
+    unnest(@attempt_timeout_mss::bigint[]), unnest(@concurrency_keyss::text[]))
     AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
-        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms)
+        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms, concurrency_keys)
 RETURNING task_id, payload, metadata;
 
 -- One row: plain parameters, cheaper for Postgres than one-element arrays.
@@ -82,13 +83,13 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload::jsonb, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, sqlc.narg(parent_id), @dedupe_key, @created_by,
     @claimed_by, sqlc.narg(claimed_at), @lease_token_hash, sqlc.narg(lease_expires_at),
     sqlc.narg(lease_renewed_at), @lease_ms, sqlc.narg(run_after), @result, @last_error, @question,
     @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb,
-    @attempt_timeout_ms, sqlc.narg(expires_at))
+    @attempt_timeout_ms, sqlc.narg(expires_at), @concurrency_keys)
 RETURNING *;
 
 -- One id: a plain parameter. With an array Postgres plans every execution
@@ -131,7 +132,7 @@ UPDATE cks_outbox_tasks t SET
     review_note = u.review_note, updated_at = u.updated_at,
     state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
     metadata = u.metadata::jsonb, attempt_timeout_ms = u.attempt_timeout_ms,
-    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z')
+    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), concurrency_keys = u.concurrency_keys
 FROM (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
     unnest(@titles::text[]) AS title,
@@ -162,7 +163,8 @@ FROM (SELECT
     unnest(@state_changed_ats::timestamptz[]) AS state_changed_at,
     unnest(@metadatas::text[]) AS metadata,
     unnest(@attempt_timeout_mss::bigint[]) AS attempt_timeout_ms,
-    unnest(@expires_ats::timestamptz[]) AS expires_at) AS u
+    unnest(@expires_ats::timestamptz[]) AS expires_at,
+    unnest(@concurrency_keyss::text[]) AS concurrency_keys) AS u
 WHERE t.task_id = u.task_id;
 
 -- One row, by primary key (as TaskInsert, plain parameters).
@@ -273,12 +275,17 @@ WHERE t.task_id = @task_id::bigint;
 -- made the planner sort every OPEN task of a type rather than walk the
 -- claim index (TestQueriesUseIndexes).
 
+-- TaskClaimable is the keyed claim's read (ledger's claimKeyed): the
+-- claimable tasks, with or without keys, but for those holding a key of
+-- @saturated (the keys at their limit), in claim order, locked. The keys
+-- are looked at only for a task that has some.
 -- name: TaskClaimable :many
 -- variants: OfType OfTypes
 SELECT * FROM cks_outbox_tasks
 WHERE state = @state AND state = 'OPEN' AND state <> ALL(@excluded::text[])
     /*if OfType*/AND type = @type/*elif OfTypes*/AND type = ANY(@types::text[])/*end*/
     AND (run_after IS NULL OR run_after <= @now)
+    AND NOT (concurrency_keys <> '' AND jsonb_exists_any(concurrency_keys::jsonb, @saturated::text[]))
     /*if OfType*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = @type)
     /*else*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)/*end*/
 ORDER BY priority DESC, created_at, task_id
@@ -299,15 +306,26 @@ FOR UPDATE SKIP LOCKED;
 -- row (its n-th lease) walked the text arrays from their start, 20 ms of
 -- a 2,500-row claim (BenchmarkClaimRows, docs/benchmarks.md).
 
+--
+-- A task with concurrency keys is claimed here only while there is no
+-- limit (cks_limits is empty): a claimer that has not yet learned of a new
+-- limit then skips keyed tasks instead of overrunning it; the ledger
+-- claims them with its keyed claim (TaskClaimable, then the ByIDs form,
+-- which claims the tasks it chose, locked by that read in the same
+-- transaction, in the order given).
+
 -- name: TaskClaim :many
--- variants: OfType OfTypes
+-- variants: OfType OfTypes ByIDs
 WITH locked AS (
     SELECT o.task_id, o.priority, o.created_at FROM cks_outbox_tasks o
-    WHERE o.state = @state AND o.state = 'OPEN' AND o.state <> ALL(@excluded::text[])
-        /*if OfType*/AND o.type = @type/*elif OfTypes*/AND o.type = ANY(@types::text[])/*end*/
+    WHERE o.state = @state AND o.state = 'OPEN'
+        /*if ByIDs*/AND o.task_id = ANY(@ids::bigint[])
+        /*else*/AND o.state <> ALL(@excluded::text[])
         AND (o.run_after IS NULL OR o.run_after <= @now)
+        AND (o.concurrency_keys = '' OR NOT EXISTS (SELECT 1 FROM cks_limits))/*end*/
+        /*if OfType*/AND o.type = @type/*elif OfTypes*/AND o.type = ANY(@types::text[])/*end*/
         /*if OfType*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = @type)
-        /*else*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)/*end*/
+        /*elif ByIDs*//*else*/AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = o.type)/*end*/
     ORDER BY o.priority DESC, o.created_at, o.task_id
     LIMIT @limit
     FOR UPDATE SKIP LOCKED
@@ -696,6 +714,12 @@ LIMIT 1;
 SELECT DISTINCT type FROM cks_outbox_tasks
 WHERE state IN ('CLAIMED', 'RUNNING')
 ORDER BY type;
+
+-- The concurrency keys held now: those of every CLAIMED or RUNNING task
+-- that has keys (idx_outbox_tasks_keys_held, whose WHERE the query names).
+-- name: TaskKeysHeld :many
+SELECT concurrency_keys FROM cks_outbox_tasks
+WHERE concurrency_keys <> '' AND state IN ('CLAIMED', 'RUNNING');
 
 -- Paused task types (issue 42): a row for each type paused fleet-wide; the
 -- claims skip a type that has one.

@@ -64,3 +64,20 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
     WHERE o.agent_id = @agent_id
     ORDER BY o.started_at DESC, o.pass_id DESC
     LIMIT @limit OFFSET @keep);
+
+-- Concurrency limits (issue 42): one row per limit. The keyed claim reads
+-- them in its write transaction (the one writer's: its turn).
+
+-- name: LimitPut :exec
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at)
+VALUES (@name, @pattern, @max_running, @created_by, @created_at, @updated_at)
+ON CONFLICT (name) DO UPDATE SET
+    pattern = excluded.pattern,
+    max_running = excluded.max_running,
+    updated_at = excluded.updated_at;
+
+-- name: LimitDelete :execrows
+DELETE FROM cks_limits WHERE name = @name;
+
+-- name: LimitList :many
+SELECT * FROM cks_limits ORDER BY name;

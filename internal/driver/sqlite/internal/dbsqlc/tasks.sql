@@ -14,12 +14,12 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, @parent_id, @dedupe_key, @created_by,
     @claimed_by, @claimed_at, @lease_token_hash, @lease_expires_at, @lease_renewed_at, @lease_ms, @run_after,
     @result, @last_error, @question, @answer, @review_note, @created_at, @updated_at, @state_changed_at,
-    @metadata, @attempt_timeout_ms, @expires_at);
+    @metadata, @attempt_timeout_ms, @expires_at, @concurrency_keys);
 
 -- A new task, as the ledger's enqueue makes it: the columns a task is
 -- created with (created, updated and state-changed at one time), every
@@ -28,10 +28,10 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
 -- name: TaskInsertNew :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @max_attempts, @parent_id, @dedupe_key, @created_by, @created_at, @created_at,
-    @created_at, @metadata, @attempt_timeout_ms);
+    @created_at, @metadata, @attempt_timeout_ms, @concurrency_keys);
 
 -- The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
 -- name: TaskChildren :many
@@ -64,7 +64,8 @@ UPDATE cks_outbox_tasks SET
     lease_renewed_at = @lease_renewed_at, lease_ms = @lease_ms, run_after = @run_after,
     result = @result, last_error = @last_error, question = @question, answer = @answer,
     review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at,
-    metadata = @metadata, attempt_timeout_ms = @attempt_timeout_ms, expires_at = @expires_at
+    metadata = @metadata, attempt_timeout_ms = @attempt_timeout_ms, expires_at = @expires_at,
+    concurrency_keys = @concurrency_keys
 WHERE task_id = @task_id;
 
 -- A state move, written narrowly: only the columns a move of the
@@ -114,6 +115,12 @@ WHERE task_id = @task_id;
 --
 -- A type with a row in cks_paused_types (pause_type) is skipped: one
 -- primary-key probe per candidate row.
+--
+-- A task with concurrency keys is skipped when one of its keys is in
+-- @saturated (the keyed claim's read: keys at their limit), and, when
+-- @guard (the driver's TaskClaim), while any limit exists: a claimer that
+-- has not yet learned of a new limit then skips keyed tasks instead of
+-- overrunning it. A task without keys is told by a comparison alone.
 
 -- name: TaskClaimable :many
 SELECT * FROM cks_outbox_tasks
@@ -121,6 +128,9 @@ WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT v
     AND (CAST(@any_type AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(@types AS TEXT))))
     AND (run_after IS NULL OR run_after <= @now)
     AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
+    AND (concurrency_keys = '' OR ((NOT CAST(@guard AS BOOLEAN) OR NOT EXISTS (SELECT 1 FROM cks_limits))
+        AND NOT EXISTS (SELECT 1 FROM json_each(cks_outbox_tasks.concurrency_keys) k
+            WHERE k.value IN (SELECT value FROM json_each(CAST(@saturated AS TEXT))))))
 ORDER BY priority DESC, created_at, task_id
 LIMIT CAST(@limit AS INTEGER);
 
@@ -130,6 +140,9 @@ WHERE state = 'OPEN' AND state = CAST(@state AS TEXT) AND state NOT IN (SELECT v
     AND type = @type
     AND (run_after IS NULL OR run_after <= @now)
     AND NOT EXISTS (SELECT 1 FROM cks_paused_types p WHERE p.type = cks_outbox_tasks.type)
+    AND (concurrency_keys = '' OR ((NOT CAST(@guard AS BOOLEAN) OR NOT EXISTS (SELECT 1 FROM cks_limits))
+        AND NOT EXISTS (SELECT 1 FROM json_each(cks_outbox_tasks.concurrency_keys) k
+            WHERE k.value IN (SELECT value FROM json_each(CAST(@saturated AS TEXT))))))
 ORDER BY priority DESC, created_at, task_id
 LIMIT CAST(@limit AS INTEGER);
 
@@ -486,6 +499,12 @@ ORDER BY run_after
 LIMIT 1;
 
 -- The task types some worker holds a task of now (CLAIMED or RUNNING).
+-- The concurrency keys held now: those of every CLAIMED or RUNNING task
+-- that has keys (idx_outbox_tasks_keys_held, whose WHERE the query names).
+-- name: TaskKeysHeld :many
+SELECT concurrency_keys FROM cks_outbox_tasks
+WHERE concurrency_keys <> '' AND state IN ('CLAIMED', 'RUNNING');
+
 -- name: TaskTypesHeld :many
 SELECT DISTINCT type FROM cks_outbox_tasks
 WHERE state IN ('CLAIMED', 'RUNNING')

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/ops"
+)
+
+// limitGroup is `cks limit`: the concurrency limits on the keys tasks carry
+// (issue 42).
+var limitGroup = group{name: "limit", commands: []command{
+	opCommand("set", ops.SetLimit, opSpec[cks.LimitInput, cks.Limit]{
+		in:      inputSpec{args: []string{"name"}},
+		summary: "create or replace the limit NAME: at most --max-running CLAIMED or RUNNING tasks per key matching --pattern",
+		table: func(x *reply[cks.LimitInput, cks.Limit]) error {
+			fmt.Fprintf(x.w, "limit %s: at most %d running per key matching %s\n", x.out.Name, x.out.MaxRunning, x.out.Pattern)
+			return nil
+		},
+	}),
+	opCommand("list", ops.ListLimits, opSpec[struct{}, cks.LimitList]{
+		summary: "the limits, each with the keys it governs that are held now",
+		table: func(x *reply[struct{}, cks.LimitList]) error {
+			if len(x.out.Limits) == 0 {
+				fmt.Fprintln(x.w, "no concurrency limit is set")
+				return nil
+			}
+			printLimits(x.w, x.out.Limits)
+			return nil
+		},
+	}),
+	opCommand("delete", ops.DeleteLimit, opSpec[cks.LimitNameInput, cks.LimitDeleted]{
+		table: func(x *reply[cks.LimitNameInput, cks.LimitDeleted]) error {
+			if x.out.Deleted {
+				fmt.Fprintf(x.w, "deleted limit %s\n", x.out.Name)
+			} else {
+				fmt.Fprintf(x.w, "no limit %s\n", x.out.Name)
+			}
+			return nil
+		},
+	}),
+}}
+
+// printLimits prints one line per limit: its cap, how many of its keys are
+// held and at the cap, and the most held keys.
+func printLimits(w io.Writer, ls []cks.LimitStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPATTERN\tMAX RUNNING\tKEYS HELD\tAT CAP\tRUNNING")
+	for _, l := range ls {
+		keys := make([]string, len(l.Keys))
+		for i, k := range l.Keys {
+			keys[i] = fmt.Sprintf("%s=%d", k.Key, k.Running)
+		}
+		if len(keys) == 0 {
+			keys = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", l.Name, l.Pattern, l.MaxRunning, l.Held, l.Saturated, strings.Join(keys, " "))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,357 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/driver"
+)
+
+// Concurrency limits (issue 42 item 1; docs/flow-control.md#limits): a
+// task's concurrency keys, the limits on them, and the keyed claim that
+// never hands out a task while one of its keys holds its cap.
+
+// Holding are the states in which a task holds its concurrency keys: the
+// states of a running attempt.
+var Holding = [...]cks.TaskState{cks.TaskClaimed, cks.TaskRunning}
+
+// holdsKeys reports whether a task in state st holds its keys.
+func holdsKeys(st cks.TaskState) bool { return slices.Contains(Holding[:], st) }
+
+// encodeKeys is keys as the column stores them: a JSON array, "" for none.
+func encodeKeys(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		panic(fmt.Sprintf("ledger: concurrency keys %q: %v", keys, err)) // strings always marshal
+	}
+	return string(b)
+}
+
+// decodeKeys is the keys the column holds (encodeKeys), nil for none.
+func decodeKeys(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var keys []string
+	if err := json.Unmarshal([]byte(s), &keys); err != nil {
+		return nil, fmt.Errorf("concurrency keys %q: %w", s, err)
+	}
+	return keys, nil
+}
+
+// limitsProbeFor is how long a probe that found no limit spares the claims
+// of this process their keyed path (limitsMayExist): a limit another
+// process creates binds this one's claims at once (the claim statements
+// skip keyed tasks while any limit exists) and is respected by its keyed
+// claims within this time.
+const limitsProbeFor = time.Second
+
+// limitsMayExist reports whether a claim should take the keyed path: a
+// limit was seen, or the last probe (at most limitsProbeFor ago) is stale.
+// A wrong "yes" costs a keyed claim that finds no limit; a wrong "no"
+// leaves keyed tasks to the next claim after the probe, never overruns a
+// limit (TaskClaimParams.IDs). On SQLite the claim's write transaction
+// reads the limits itself (as it looks for expired leases: cheaper than a
+// transaction of its own).
+func (s *Service) limitsMayExist(ctx context.Context) (bool, error) {
+	if s.serial || s.limitsSeen.Load() {
+		return true, nil
+	}
+	now := s.clock.Now()
+	if now.UnixNano() < s.limitsUnseenUntil.Load() {
+		return false, nil
+	}
+	rows, err := s.db.Executor().LimitList(ctx, driver.LimitListParams{})
+	if err != nil {
+		return false, err
+	}
+	s.noteLimits(len(rows) > 0, now)
+	return len(rows) > 0, nil
+}
+
+// noteLimits records what a read of the limits found at now.
+func (s *Service) noteLimits(exist bool, now time.Time) {
+	s.limitsSeen.Store(exist)
+	if !exist {
+		s.limitsUnseenUntil.Store(now.Add(limitsProbeFor).UnixNano())
+	}
+}
+
+// forgetLimits makes the next claim look for limits again (a limit
+// changed: TopicFlowControl).
+func (s *Service) forgetLimits() { s.limitsUnseenUntil.Store(0) }
+
+// keyCaps is what the keyed claim knows of the keys in its transaction:
+// the limits, and per key its cap (0: no limit governs it) and its holders.
+type keyCaps struct {
+	limits []cks.Limit
+	caps   map[string]int
+	held   map[string]int
+}
+
+// capOf is the cap of key: its most specific limit's MaxRunning, 0 when no
+// limit matches it.
+func (k *keyCaps) capOf(key string) int {
+	if c, ok := k.caps[key]; ok {
+		return c
+	}
+	c := 0
+	if g := k.governor(key); g != nil {
+		c = g.MaxRunning
+	}
+	k.caps[key] = c
+	return c
+}
+
+// governor is the limit that governs key (nil: none).
+func (k *keyCaps) governor(key string) *cks.Limit {
+	var best *cks.Limit
+	for i := range k.limits {
+		l := &k.limits[i]
+		if l.Matches(key) && (best == nil || l.MoreSpecific(*best)) {
+			best = l
+		}
+	}
+	return best
+}
+
+// saturated lists the held keys at their cap.
+func (k *keyCaps) saturated() []string {
+	var out []string
+	for key, n := range k.held {
+		if c := k.capOf(key); c > 0 && n >= c {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fits reports whether a task with keys may be claimed now: every key
+// governed by a limit has room.
+func (k *keyCaps) fits(keys []string) bool {
+	for _, key := range keys {
+		if c := k.capOf(key); c > 0 && k.held[key] >= c {
+			return false
+		}
+	}
+	return true
+}
+
+// take counts keys as held by one more task.
+func (k *keyCaps) take(keys []string) {
+	for _, key := range keys {
+		k.held[key]++
+	}
+}
+
+// readKeyCaps reads the limits (locked: the keyed claims of every hub take
+// turns, each counting the holders the one before it committed) and the
+// keys held now, in ex's transaction.
+func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock) (*keyCaps, error) {
+	rows, err := ex.LimitList(ctx, driver.LimitListParams{Lock: lock})
+	if err != nil {
+		return nil, err
+	}
+	k := &keyCaps{limits: make([]cks.Limit, len(rows)), caps: map[string]int{}, held: map[string]int{}}
+	for i, r := range rows {
+		k.limits[i] = toLimit(r)
+	}
+	if len(rows) == 0 {
+		return k, nil
+	}
+	held, err := ex.TaskKeysHeld(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range held {
+		keys, err := decodeKeys(h)
+		if err != nil {
+			return nil, err
+		}
+		k.take(keys)
+	}
+	return k, nil
+}
+
+// keyedReadAhead is how many candidates a keyed claim reads per lease it
+// fills: candidates a batch's own claims saturate are passed over, and the
+// next read starts after the keys they saturated.
+const keyedReadAhead = 4
+
+// claimKeyed is the claim of p when limits exist (k): it reads the
+// claimable tasks in claim order, locked, skipping the keys at their cap;
+// takes each candidate whose keys all have room, counting it at once (a
+// batch's own claims count against the cap); and claims the chosen tasks
+// by id (TaskClaimParams.IDs), in claim order. A candidate passed over
+// because the batch filled its key is read past: when the read was full
+// and leases are left, it reads again with the keys saturated since — so a
+// capped key never blocks the tasks of other keys behind it.
+func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
+	want := min(p.Limit, len(p.Leases))
+	var ids []int64
+	seen := map[int64]bool{}
+	for len(ids) < want {
+		sel := p.TaskClaimableParams
+		sel.Saturated = k.saturated()
+		sel.Limit = (want-len(ids))*keyedReadAhead + len(seen)
+		rows, err := ex.TaskClaimable(ctx, sel)
+		if err != nil {
+			return nil, err
+		}
+		passed := false
+		for _, r := range rows {
+			if seen[r.ID] || len(ids) == want {
+				continue
+			}
+			seen[r.ID] = true
+			keys, err := decodeKeys(r.ConcurrencyKeys)
+			if err != nil {
+				return nil, err
+			}
+			if !k.fits(keys) {
+				passed = true
+				continue
+			}
+			k.take(keys)
+			ids = append(ids, r.ID)
+		}
+		// Done when the read ran dry, or passed nothing over (another
+		// read would find the same).
+		if len(rows) < sel.Limit || !passed {
+			break
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	p.IDs = ids
+	return ex.TaskClaim(ctx, p)
+}
+
+// SetLimitParams are set_limit's: the limit and who sets it.
+type SetLimitParams struct {
+	cks.LimitInput
+	Actor string
+}
+
+// SetLimit creates the limit p names, or replaces its pattern and cap
+// (issue 42). From its commit on, the claims of every hub and agent on the
+// database respect it: a hub that has not yet read it skips the tasks with
+// keys until it has (TaskClaimParams.IDs). Two limits may not share a
+// pattern (a conflict naming the other). Raising a cap wakes the waiting
+// claims (TopicTasksReady in the same commit).
+func (s *Service) SetLimit(ctx context.Context, p SetLimitParams) (cks.Limit, error) {
+	if err := p.Validate(); err != nil {
+		return cks.Limit{}, err
+	}
+	var out cks.Limit
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, now time.Time) error {
+		rows, err := ex.LimitList(ctx, driver.LimitListParams{Lock: driver.LockUpdate})
+		if err != nil {
+			return err
+		}
+		r := driver.LimitRow{Name: p.Name, Pattern: p.Pattern, MaxRunning: p.MaxRunning, CreatedBy: p.Actor,
+			CreatedAt: now, UpdatedAt: now}
+		for _, o := range rows {
+			switch {
+			case o.Name == p.Name:
+				r.CreatedBy, r.CreatedAt = o.CreatedBy, o.CreatedAt
+			case o.Pattern == p.Pattern:
+				return &cks.FieldError{Field: "pattern", Expected: fmt.Sprintf("a pattern no other limit has (limit %q has %q)", o.Name, o.Pattern)}
+			}
+		}
+		if err := ex.LimitPut(ctx, r); err != nil {
+			if errors.Is(err, driver.ErrUniqueViolation) {
+				return fmt.Errorf("another limit took pattern %q at the same time: %w", p.Pattern, cks.ErrConflict)
+			}
+			return err
+		}
+		out = toLimit(r)
+		if err := ex.Notify(ctx, cks.TopicFlowControl); err != nil {
+			return err
+		}
+		return ex.Notify(ctx, cks.TopicTasksReady)
+	})
+	if err == nil {
+		s.noteLimits(true, s.clock.Now())
+	}
+	return out, err
+}
+
+// DeleteLimit deletes a limit; the keys it governed are free of it from the
+// commit on (the waiting claims are woken). Deleting a limit that does not
+// exist changes nothing (Deleted false).
+func (s *Service) DeleteLimit(ctx context.Context, name string) (cks.LimitDeleted, error) {
+	out := cks.LimitDeleted{Name: name}
+	err := s.write(ctx, func(ctx context.Context, ex driver.Executor, _ time.Time) error {
+		n, err := ex.LimitDelete(ctx, name)
+		if err != nil || n == 0 {
+			return err
+		}
+		out.Deleted = true
+		if err := ex.Notify(ctx, cks.TopicFlowControl); err != nil {
+			return err
+		}
+		return ex.Notify(ctx, cks.TopicTasksReady)
+	})
+	return out, err
+}
+
+// Limits returns every limit, by name, each with the keys it governs that
+// are held now (the most held first, at most cks.MaxLimitKeysShown) and how
+// many are at the cap: one read of the limits and of the held keys.
+func (s *Service) Limits(ctx context.Context) (cks.LimitList, error) {
+	var k *keyCaps
+	err := s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
+		var err error
+		k, err = readKeyCaps(ctx, ex, driver.LockNone)
+		return err
+	})
+	if err != nil {
+		return cks.LimitList{}, err
+	}
+	out := cks.LimitList{Limits: make([]cks.LimitStatus, len(k.limits))}
+	idx := map[string]int{}
+	for i, l := range k.limits {
+		out.Limits[i] = cks.LimitStatus{Limit: l, Keys: []cks.KeyRunning{}}
+		idx[l.Name] = i
+	}
+	for key, n := range k.held {
+		g := k.governor(key)
+		if g == nil {
+			continue
+		}
+		st := &out.Limits[idx[g.Name]]
+		st.Held++
+		if n >= g.MaxRunning {
+			st.Saturated++
+		}
+		st.Keys = append(st.Keys, cks.KeyRunning{Key: key, Running: n})
+	}
+	for i := range out.Limits {
+		keys := out.Limits[i].Keys
+		slices.SortFunc(keys, func(a, b cks.KeyRunning) int {
+			if a.Running != b.Running {
+				return b.Running - a.Running
+			}
+			return strings.Compare(a.Key, b.Key)
+		})
+		out.Limits[i].Keys = keys[:min(len(keys), cks.MaxLimitKeysShown)]
+	}
+	return out, nil
+}
+
+func toLimit(r driver.LimitRow) cks.Limit {
+	return cks.Limit{Name: r.Name, Pattern: r.Pattern, MaxRunning: r.MaxRunning, CreatedBy: r.CreatedBy,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
