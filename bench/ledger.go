@@ -40,6 +40,12 @@ type LedgerConfig struct {
 	// the highest priority first, skip through the table in strides of
 	// Priorities, so each commit writes more pages for the same tasks.
 	Priorities int
+	// Keys, when set, gives task i the concurrency key "k:(i mod Keys)"
+	// (issue 42); MaxRunning, when set too, caps every such key at
+	// MaxRunning running tasks with one limit of pattern "k:*". A claim
+	// that finds nothing then waits for a place to free (wait_s), and the
+	// workers stop once every task is completed.
+	Keys, MaxRunning int
 	// Type is the task type used (default "bench").
 	Type string
 	// Progress, when set, is called about every half second and at the end of
@@ -94,8 +100,18 @@ func Ledger(ctx context.Context, st *ledger.Service, cfg LedgerConfig) (LedgerRe
 	var enqueued atomic.Int64
 	stopTicker := ticker(func() { progress("enqueue", int(enqueued.Load()), cfg.Tasks) })
 	start := time.Now()
+	if cfg.MaxRunning > 0 {
+		if _, err := st.SetLimit(ctx, ledger.SetLimitParams{Actor: "bench",
+			LimitInput: cks.LimitInput{Name: "bench", Pattern: "k:*", MaxRunning: cfg.MaxRunning}}); err != nil {
+			return res, err
+		}
+	}
 	err := Enqueue(ctx, st, cfg.Tasks, cfg.EnqueueBatch, func(i int) cks.NewTask {
-		return cks.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % cfg.Priorities}
+		n := cks.NewTask{Type: cfg.Type, Title: fmt.Sprintf("bench %d", i), Priority: i % cfg.Priorities}
+		if cfg.Keys > 0 {
+			n.ConcurrencyKeys = []string{fmt.Sprintf("k:%d", i%cfg.Keys)}
+		}
+		return n
 	}, func(n int) { enqueued.Add(int64(n)) })
 	stopTicker()
 	if err != nil {
@@ -120,16 +136,29 @@ func Ledger(ctx context.Context, st *ledger.Service, cfg LedgerConfig) (LedgerRe
 			latencies = append(latencies, mine...)
 			mu.Unlock()
 		}()
+		var wait time.Duration
 		for {
 			t0 := time.Now()
-			ts, err := st.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{cfg.Type}, N: cfg.Batch, Lease: time.Hour})
+			ts, err := st.Claim(ctx, ledger.ClaimParams{Worker: worker, Types: []string{cfg.Type}, N: cfg.Batch,
+				Lease: time.Hour, Wait: wait})
 			mine = append(mine, time.Since(t0))
 			if err != nil {
 				return fmt.Errorf("claim: %w", err)
 			}
 			if len(ts) == 0 {
-				return nil
+				if cfg.MaxRunning == 0 || completed.Load() >= int64(cfg.Tasks) {
+					return nil
+				}
+				// Tasks left OPEN are of keys at their cap: wait for a
+				// place to free. None left: the others finish theirs.
+				open, err := st.CountTasks(ctx, cks.TaskFilter{States: []cks.TaskState{cks.TaskOpen}})
+				if err != nil || open == 0 {
+					return err
+				}
+				wait = time.Second
+				continue
 			}
+			wait = 0
 			complete := func(t cks.ClaimedTask) error {
 				if _, err := st.Complete(ctx, t.ID, t.LeaseToken, false, "ok"); err != nil {
 					return fmt.Errorf("complete task %d: %w", t.ID, err)

@@ -50,6 +50,8 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	concurrent := fs.Bool("concurrent", false, "complete the tasks of a claim each on its own goroutine (as River runs the jobs of a fetch), not one after another")
 	priorities := fs.Int("priorities", 1, "priority levels the tasks cycle through (task i gets priority i mod N; 1: all the same)")
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
+	keys := fs.Int("keys", 0, "give the tasks `N` concurrency keys k:0…k:N-1 in turn (0: none)")
+	maxRunning := fs.Int("max-running", 0, "with --keys, cap each key at `N` running tasks with a limit (0: no limit)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this `FILE`, for go tool pprof")
 	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: go tool pprof -sample_index=alloc_space) to this `FILE` when they end")
@@ -66,6 +68,9 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	}
 	if *tasks < 1 || *batch < 1 || *enqueueBatch < 1 || *priorities < 1 {
 		return fmt.Errorf("%w: --tasks, --batch, --enqueue-batch and --priorities must be positive", errUsage)
+	}
+	if *keys < 0 || *maxRunning < 0 || (*maxRunning > 0 && *keys == 0) {
+		return fmt.Errorf("%w: --keys and --max-running must not be negative, and --max-running needs --keys", errUsage)
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -89,7 +94,8 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 		backendName = st.Dialect()
 		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
 		r, err := bench.Ledger(ctx, st.Tasks, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
-			EnqueueBatch: *enqueueBatch, Priorities: *priorities, Concurrent: *concurrent, Progress: progressLine(e)})
+			EnqueueBatch: *enqueueBatch, Priorities: *priorities, Concurrent: *concurrent, Keys: *keys, MaxRunning: *maxRunning,
+			Progress: progressLine(e)})
 		st.Close()
 		cleanup()
 		if err != nil {

@@ -183,10 +183,6 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock) (*ke
 	return k, nil
 }
 
-// keyedReadAhead is how many candidates a keyed claim reads per lease it
-// fills: candidates a batch's own claims saturate are passed over, and the
-// next read starts after the keys they saturated.
-const keyedReadAhead = 4
 
 // claimKeyed is the claim of p when limits exist (k): it reads the
 // claimable tasks in claim order, locked, skipping the keys at their cap;
@@ -203,7 +199,10 @@ func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.Ta
 	for len(ids) < want {
 		sel := p.TaskClaimableParams
 		sel.Saturated = k.saturated()
-		sel.Limit = (want-len(ids))*keyedReadAhead + len(seen)
+		// As many as there are leases left, past those seen (a row this
+		// transaction locked is read again): a read that passes rows
+		// over reads again, past the keys it saturated.
+		sel.Limit = want - len(ids) + len(seen)
 		rows, err := ex.TaskClaimable(ctx, sel)
 		if err != nil {
 			return nil, err
