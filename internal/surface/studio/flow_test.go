@@ -110,7 +110,7 @@ func TestFlowPage(t *testing.T) {
 			`data-live-fragment="/studio/flow"`, `data-live-events="tasks schedules"`,
 			`<tr data-paused-row="build"`, `<td data-label="By" data-paused-by>ops</td>`, `>2m ago</time>`,
 			`<td data-label="Why" data-paused-reason>provider down</td>`, `<button type="button" class="button" data-type-resume="build">Resume</button>`,
-			`<form class="task-action" data-type-pause`, `data-type-pause-button>Pause</button>`)
+			`<form class="task-action flow-pause" data-type-pause`, `data-type-pause-button>Pause</button>`)
 		card := scheduleCard(t, page, "nightly")
 		mustContain(t, "the schedule's card", card, `<code>0 2 * * *</code>`, `<dd>Europe/Berlin</dd>`, `<code>report</code> Nightly report`,
 			`<dd>run_once</dd>`, `data-schedule-state="running"`, `<span class="idle">never</span>`,
