@@ -52,10 +52,12 @@ func TestBrowserFlowControl(t *testing.T) {
 			last = at
 		}
 
-		// Pause a type from the form, then resume it from its row.
+		// Pause a type from the form, then resume it from its row. The
+		// fields are typed into by key events to the focused field (no
+		// node of the DOM agent's, which a live update may renew).
 		tb.do(
-			chromedp.SendKeys(chromedp.ID("pause-type"), "build"),
-			chromedp.SendKeys(chromedp.ID("pause-reason"), "provider down"),
+			click(chromedp.ID("pause-type")), chromedp.KeyEvent("build"),
+			click(chromedp.ID("pause-reason")), chromedp.KeyEvent("provider down"),
 			click(chromedp.CSS(`[data-type-pause-button]`)),
 			waitVisible(chromedp.CSS(`[data-paused-row="build"]`)),
 		)
