@@ -29,7 +29,8 @@ const (
 	TopicFlowControl = "flow_control"
 	// TopicSchedules: a schedule was created, paused, resumed, triggered
 	// or deleted (cks_schedules). The leader's schedule runner watches it
-	// to set its timer to the new next slot at once.
+	// to set its timer to the new next slot at once; every hub tells its
+	// viewers (the studio's Flow control page).
 	TopicSchedules = "schedules"
 )
 

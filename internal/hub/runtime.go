@@ -239,13 +239,17 @@ func (rt *Runtime) watch(ctx context.Context) {
 			// process that moved it), or an abort requested or confirmed,
 			// by any process, tells them too (the board, task and charts
 			// pages follow it), as does a task type paused or resumed on
-			// any hub (the board shows the paused types).
+			// any hub (the board shows the paused types). A schedule
+			// changed on any hub tells them too (the Flow control page).
 			topics := []string{cks.TopicSweeperControl, cks.TopicObjects, cks.TopicTasksReady, cks.TopicTaskAborts,
-				cks.TopicTasksMoved, cks.TopicFlowControl}
+				cks.TopicTasksMoved, cks.TopicFlowControl, cks.TopicSchedules}
 			err := rt.cfg.Changes.WatchChanges(ctx, topics, func(topic string) {
 				switch topic {
 				case cks.TopicObjects:
 					rt.Bus.Publish(events.Event{Type: events.ObjectsChanged, At: rt.cfg.Clock.Now()})
+					return
+				case cks.TopicSchedules:
+					rt.Bus.Publish(events.Event{Type: events.SchedulesChanged, At: rt.cfg.Clock.Now()})
 					return
 				case cks.TopicTasksReady, cks.TopicTaskAborts, cks.TopicTasksMoved, cks.TopicFlowControl:
 					rt.Bus.Publish(events.Event{Type: events.TasksChanged, At: rt.cfg.Clock.Now()})

@@ -24,6 +24,10 @@ const (
 	// one ready or requested or confirmed an abort (cks.TopicTasksReady,
 	// cks.TopicTaskAborts). The studio's board and task pages re-read on it.
 	TasksChanged = "tasks"
+	// SchedulesChanged: a schedule was created, paused, resumed, triggered
+	// or deleted, by this or any other process on the store
+	// (cks.TopicSchedules). The studio's Flow control page re-reads on it.
+	SchedulesChanged = "schedules"
 	// AgentStepStarted: a pipeline step began work on an object (ADR-007 §5);
 	// Data is a StepEvent.
 	AgentStepStarted = "agent_step_started"

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -194,6 +195,17 @@ func (tb *tab) screenshot(suffix string) {
 		return
 	}
 	tb.t.Logf("screenshot of the page: %s", path)
+}
+
+// onEveryPage runs the JavaScript source at the start of every page the tab
+// opens from now on, before the page's own scripts (window.cksPollMs, the
+// page script's fallback poll, set long).
+func (tb *tab) onEveryPage(source string) {
+	tb.t.Helper()
+	tb.do(chromedp.Func(func(ctx context.Context, tt *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tt, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: source})
+		return err
+	}))
 }
 
 // do runs steps within browserWait, failing the test on an error.

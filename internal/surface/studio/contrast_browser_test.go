@@ -85,8 +85,9 @@ func taskIn(t testing.TB, b *backend.Backend, to cks.TaskState) {
 
 // TestBrowserContrast: every button, state badge, status, chip and link of
 // the Agent Panel (an alive and a stopped agent, a stopped sweeper), the
-// board (a task in each of the twelve states, an abort pending) and task
-// pages has text at least 4.5:1 against its background (WCAG 2 AA), in
+// board (a task in each of the twelve states, an abort pending), task
+// pages and the Flow control page (a paused type, a running and a paused
+// schedule) has text at least 4.5:1 against its background (WCAG 2 AA), in
 // the light scheme and in the dark one. On both backends.
 func TestBrowserContrast(t *testing.T) {
 	t.Parallel()
@@ -117,6 +118,7 @@ func TestBrowserContrast(t *testing.T) {
 		if code, out := h.api(t, http.MethodPost, "/v1/sweepers/lease_reaper/stop", ""); code != http.StatusOK {
 			t.Fatalf("stop the lease reaper: %d %s", code, out)
 		}
+		seedFlow(t, h)
 		var all []string
 		for _, st := range ledger.All {
 			all = append(all, "state="+string(st))
@@ -127,6 +129,7 @@ func TestBrowserContrast(t *testing.T) {
 			{"the board of every state", "/tasks?" + strings.Join(all, "&"), `#board table.tasks`},
 			{"a stopped task's page", fmt.Sprintf("/tasks/%d", claimed[0].ID), `#task-actions`},
 			{"an open task's page", "/tasks/1", `#task-actions`},
+			{"the Flow control page", "/flow", `[data-schedule-card="weekly"].card--stopped`},
 		}
 		for _, scheme := range []string{"light", "dark"} {
 			tb := newTab(t, 0)

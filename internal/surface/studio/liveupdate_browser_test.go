@@ -10,14 +10,12 @@ package studio_test
 // the stream showed only at the 10 s poll).
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cks-dev/cks"
@@ -147,10 +145,7 @@ func TestBrowserTaskPageCatchesUpOnConnect(t *testing.T) {
 		}
 
 		tb := newTab(t, 0)
-		tb.do(chromedp.Func(func(ctx context.Context, tt *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tt, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: heldEvents})
-			return err
-		}))
+		tb.onEveryPage(heldEvents)
 		tb.signIn(h, h.Token)
 		tb.do(chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)), waitVisible(chromedp.ID("stop-reason")))
 		tb.waitTrue("the page shows the task RUNNING", `document.querySelector("h1 .state").textContent === "RUNNING"`)
@@ -179,11 +174,7 @@ func TestBrowserBoardBurstIsCheap(t *testing.T) {
 	browserBackends(t, func(t *testing.T, backendName string) {
 		h := startHub(t, backendName, nil)
 		tb := newTab(t, 0)
-		tb.do(chromedp.Func(func(ctx context.Context, tt *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tt, page.AddScriptToEvaluateOnNewDocument,
-				page.AddScriptToEvaluateOnNewDocumentParams{Source: `performance.setResourceTimingBufferSize(100000)`})
-			return err
-		}))
+		tb.onEveryPage(`performance.setResourceTimingBufferSize(100000)`)
 		tb.signIn(h, h.Token)
 		tb.do(chromedp.Navigate(h.URL+"/tasks?type=burst"), waitVisible(chromedp.ID("list-heading")))
 		tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/cks-dev/cks"
@@ -117,11 +115,7 @@ func TestBrowserBoardFollowsOutsideAgent(t *testing.T) {
 		task := h.createTask(t, cks.NewTask{Type: typ, Title: "Worked outside the hub"})
 
 		tb := newTab(t, 0)
-		tb.do(chromedp.Func(func(ctx context.Context, tt *chromedp.Target) error {
-			_, err := cdp.Call(ctx, tt, page.AddScriptToEvaluateOnNewDocument,
-				page.AddScriptToEvaluateOnNewDocumentParams{Source: `window.cksPollMs = 3600000`})
-			return err
-		}))
+		tb.onEveryPage(`window.cksPollMs = 3600000`)
 		tb.signIn(h, h.Token)
 		tb.do(chromedp.Navigate(h.URL+"/tasks?type="+typ), waitVisible(chromedp.ID("list-heading")))
 		tb.waitTrue("the live indicator reads live", `document.getElementById("live").textContent === "live"`)

@@ -35,6 +35,7 @@ func TestScreenshots(t *testing.T) {
 			t.Fatalf("create_task: %d %s", code, out)
 		}
 	}
+	seedFlow(t, h)
 	startPipeline(t, h)
 	q := h.submitQuestion(t, "How does cks stop a running task?")
 	f := h.submitQuestion(t, "Which head wins?")
@@ -74,6 +75,7 @@ func TestScreenshots(t *testing.T) {
 		{"panel-phone", "/", ".card", 390},
 		{"charts", "/charts", "#chart-sweepers svg", 0},
 		{"charts-phone", "/charts", "#chart-sweepers svg", 390},
+		{"flow", "/flow", `[data-schedule-card="nightly"] [data-next-run]`, 0},
 	} {
 		shoot(s.name, s.path, s.ready, s.width)
 	}

@@ -8,7 +8,9 @@
 // sort, cursor paging, bulk actions calling the API's bulk routes, live on
 // the hub's "tasks" events) and task pages (/tasks/{id}, live likewise, whose forms
 // call the API's routes of stop, start, cancel, retry, answer, review and
-// update, and /tasks/new, create_task's form), the access page (/access:
+// update, and /tasks/new, create_task's form), the Flow control page
+// (/flow: flow.go; the paused task types and the schedules, with their
+// verbs), the access page (/access:
 // access.go; principals, grants, tokens and sessions), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
 // objects.go, versions.go) and the research page (/research: research.go).
@@ -114,6 +116,7 @@ var pages = map[string]*template.Template{
 	"research": parsePage("research.html", "knowledge.html"),
 	"charts":   parsePage("charts.html"),
 	"access":   parsePage("access.html"),
+	"flow":     parsePage("flow.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -241,6 +244,8 @@ func New(svc *ops.Services, opts Options) http.Handler {
 		mux.HandleFunc("GET "+BoardFragmentPath+"/{id}", s.taskPage)
 		mux.HandleFunc("GET "+ChartsPath, s.chartsPage)
 		mux.HandleFunc("GET "+ChartsFragmentPath, s.chartsFragment)
+		mux.HandleFunc("GET "+FlowPath, s.flowPage)
+		mux.HandleFunc("GET "+FlowFragmentPath, s.flowFragment)
 	}
 	if s.ops.Objects != nil {
 		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
@@ -273,9 +278,11 @@ type server struct {
 type layout struct {
 	Title   string
 	Version string
-	// Nav names the header link of the current page: "panel" or "tasks".
+	// Nav names the header link of the current page: "panel", "tasks",
+	// "flow" …
 	Nav string
-	// Tasks shows the header link to the task board.
+	// Tasks shows the header links to the task board, the charts and the
+	// Flow control page.
 	Tasks bool
 	// Objects shows the header links to the knowledge inspector and the
 	// research page.
@@ -567,13 +574,13 @@ func (s *server) markPaused(ctx context.Context, cards []card) []card {
 	if s.ops.Tasks == nil { // a panel without the ledger
 		return cards
 	}
-	l, err := ops.ListPausedTypes.Do(ctx, s.ops, &struct{}{})
-	if err != nil || len(l.Types) == 0 {
+	ts, err := s.pausedTypes(ctx, s.clock.Now())
+	if err != nil || len(ts) == 0 {
 		return cards
 	}
-	by := make(map[string]string, len(l.Types))
-	for _, t := range l.Types {
-		by[t.Type] = t.PausedBy
+	by := make(map[string]string, len(ts))
+	for _, t := range ts {
+		by[t.Type] = t.By
 	}
 	for i := range cards {
 		cards[i].Paused = by

@@ -192,18 +192,21 @@ type pausedType struct {
 	Since            timeField
 }
 
-// paused reads the paused task types for the board (none when the viewer
-// may not read them).
-func (s *server) paused(ctx context.Context, now time.Time) []pausedType {
+// pausedTypes is the studio's one read of the paused task types
+// (list_paused_types, by type), formatted at now: the board's notice, the
+// process cards' marks and the Flow control page show them. A refusal
+// (auth.ErrForbidden) or a failure of the read is returned; the board and
+// the panel then show none.
+func (s *server) pausedTypes(ctx context.Context, now time.Time) ([]pausedType, error) {
 	l, err := ops.ListPausedTypes.Do(ctx, s.ops, &struct{}{})
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	out := make([]pausedType, len(l.Types))
 	for i, t := range l.Types {
 		out[i] = pausedType{Type: t.Type, By: t.PausedBy, Reason: t.Reason, Since: at(now, t.PausedAt)}
 	}
-	return out
+	return out, nil
 }
 
 // unclaimedView is list_unclaimed_types for the board.
@@ -490,7 +493,7 @@ func (s *server) board(r *http.Request) (boardView, error) {
 	lister := listTasks{s.ops}
 	v.CanCreate = ops.Authorize(ctx, s.ops, ops.CreateTask, &cks.NewTask{}) == nil
 	v.Unclaimed = s.unclaimed(ctx, now)
-	v.Paused = s.paused(ctx, now)
+	v.Paused, _ = s.pausedTypes(ctx, now) // none when the viewer may not read them
 
 	// The chips count the tasks of the type and match filters, per state.
 	all, err := ops.CountTasks.Do(ctx, s.ops, &cks.CountTasksInput{Type: in.Type, TaskMatch: in.TaskMatch})

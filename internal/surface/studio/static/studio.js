@@ -14,7 +14,8 @@
 // what a person is editing stays as it is, everything around it updates).
 // Any element with data-live-fragment (an object page's live part, a
 // research question's progress, the task board's lists and a task page on
-// "tasks", the charts on "tasks" and "sweepers") is refreshed the same way
+// "tasks", the charts on "tasks" and "sweepers", the Flow control page on
+// "tasks" and "schedules") is refreshed the same way
 // from its URL on the events its data-live-events names, until a fragment
 // says it is done (data-terminal). The research form posts its question to submit_research
 // (POST /v1/objects) and follows the new question's progress. A 10 s poll is
@@ -864,6 +865,89 @@
   for (const el of document.querySelectorAll("[data-live-fragment]")) {
     follow(el);
   }
+  // The Flow control page: a type paused from its form (pause_type),
+  // resumed by its row's button (resume_type), and a schedule's Pause,
+  // Resume, Trigger now and Delete (pause_schedule … delete_schedule,
+  // confirmed first), each a call of the API's route of the operation;
+  // the page's live part is then re-read, and a refusal stays beside the
+  // control.
+  const flow = regions.find((r) => r.container.id === "flow");
+  const scheduleCalls = {
+    pause: (n) => ["POST", "/v1/schedules/" + n + "/pause"],
+    resume: (n) => ["POST", "/v1/schedules/" + n + "/resume"],
+    trigger: (n) => ["POST", "/v1/schedules/" + n + "/trigger"],
+    delete: (n) => ["DELETE", "/v1/schedules/" + n],
+  };
+  // flowCall sends one verb of the page, btn busy meanwhile, and answers
+  // whether it was done; its message goes in slot.
+  async function flowCall(btn, slot, method, url, body) {
+    btn.disabled = true;
+    btn.setAttribute("aria-busy", "true"); // a live update leaves it alone meanwhile
+    showMessage(slot, "");
+    let ok = false;
+    try {
+      const res = await sendJSON(method, url, body);
+      if (res === null) {
+        return false;
+      }
+      ok = res.ok;
+      if (!ok) {
+        showMessage(slot, await errorMessage(res));
+      }
+    } catch (err) {
+      showMessage(slot, "The hub could not be reached: " + err.message);
+    }
+    btn.disabled = false;
+    btn.removeAttribute("aria-busy");
+    if (ok && flow) {
+      flow.refresh();
+    }
+    return ok;
+  }
+  document.addEventListener("click", async (ev) => {
+    const btn = ev.target.closest && ev.target.closest("button[data-type-resume], button[data-schedule-action]");
+    if (!btn) {
+      return;
+    }
+    const slot = btn.parentElement.querySelector("[data-action-error]");
+    if ("typeResume" in btn.dataset) {
+      await flowCall(btn, slot, "POST", "/v1/types/resume", { type: btn.dataset.typeResume });
+      return;
+    }
+    const name = btn.dataset.schedule;
+    const action = btn.dataset.scheduleAction;
+    if (!(action in scheduleCalls)) {
+      return;
+    }
+    if (action === "delete" && !confirmed("Delete the schedule " + name + "? No slot of it fires any more; the tasks it created stay.")) {
+      return;
+    }
+    const [method, url] = scheduleCalls[action](encodeURIComponent(name));
+    await flowCall(btn, slot, method, url);
+  });
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest && ev.target.closest("form[data-type-pause]");
+    if (!form) {
+      return;
+    }
+    ev.preventDefault();
+    const slot = form.querySelector("[data-action-error]");
+    const type = form.elements.type.value.trim();
+    if (!type) {
+      showMessage(slot, "Name the task type to pause.");
+      form.elements.type.focus();
+      return;
+    }
+    const body = { type: type };
+    const reason = form.elements.reason.value.trim();
+    if (reason) {
+      body.reason = reason;
+    }
+    if (await flowCall(form.querySelector("[data-type-pause-button]"), slot, "POST", "/v1/types/pause", body)) {
+      form.reset();
+    }
+  });
+
   function listen(es, ev) {
     es.addEventListener(ev, () => {
       for (const r of byEvent.get(ev) || []) {
@@ -1194,7 +1278,7 @@
     if (sweepers) {
       es.addEventListener("sweepers", sweepers.refresh);
     }
-    for (const ev of ["tasks", "objects", "sweepers", "agent_step_started", "agent_step_completed"]) {
+    for (const ev of ["tasks", "objects", "sweepers", "schedules", "agent_step_started", "agent_step_completed"]) {
       listen(es, ev);
     }
 

@@ -1,0 +1,151 @@
+package studio
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/service/auth"
+)
+
+// The Flow control page's routes (issue 42 item 7).
+const (
+	// FlowPath is the Flow control page: the task types paused fleet-wide
+	// (list_paused_types) and the schedules (list_schedules), with their
+	// operator verbs.
+	FlowPath = "/flow"
+	// FlowFragmentPath serves the page's sections alone; the page script
+	// morphs them in on "tasks" events (a type paused or resumed on any
+	// hub, a task a schedule created) and "schedules" events (a schedule
+	// created, paused, resumed, triggered or deleted on any hub).
+	FlowFragmentPath = "/studio/flow"
+)
+
+// flowView is the data of the Flow control page: one field per section,
+// each drawn by a template block of its own (flow.html's "flow" lists
+// them), all in the one live region.
+type flowView struct {
+	Paused    pausedView
+	Schedules schedulesView
+}
+
+// pausedView is the data of the "paused-types" block.
+type pausedView struct {
+	Types []pausedRow
+	// Failed means the paused types could not be read (logged).
+	Failed bool
+	// PauseRefused says why the viewer may not pause a type (control on no
+	// node of /types): the form is shown disabled with it.
+	PauseRefused string
+}
+
+// pausedRow is a paused type with why the viewer may not resume it
+// ("" when they may).
+type pausedRow struct {
+	pausedType
+	Refused string
+}
+
+// schedulesView is the data of the "schedules" block.
+type schedulesView struct {
+	// Configured is false when the studio has no schedules service.
+	Configured bool
+	Failed     bool
+	Cards      []scheduleCard
+}
+
+// scheduleCard is one schedule, formatted for display.
+type scheduleCard struct {
+	Name, Cron, TimeZone, Misfire string
+	// TaskType and TaskTitle are of its task template.
+	TaskType, TaskTitle string
+	Paused              bool
+	PausedBy, CreatedBy string
+	// NextRuns are its next cks.ScheduleNextRuns slots (none while paused).
+	NextRuns []timeField
+	// LastSlot is the latest slot it dealt with (fired or skipped);
+	// LastFired and LastTask the last fire (a slot's or a trigger's) and
+	// the task it created. All zero before the first.
+	LastSlot, LastFired timeField
+	LastTask            int64
+	// Refused says why the viewer may not pause, resume, trigger or delete
+	// it (control on /schedules/NAME): the buttons are shown disabled with
+	// it.
+	Refused string
+}
+
+func (s *server) flowPage(w http.ResponseWriter, r *http.Request) {
+	v, status, err := s.flow(r)
+	if s.forbidden(w, r, err) {
+		return
+	}
+	s.render(w, r, status, pages["flow"], "layout", s.page("Flow control", "flow", true, v))
+}
+
+func (s *server) flowFragment(w http.ResponseWriter, r *http.Request) {
+	v, status, err := s.flow(r)
+	if s.forbidden(w, r, err) {
+		return
+	}
+	w.Header().Set("X-Studio-Fragment", "flow")
+	s.render(w, r, status, pages["flow"], "flow", v)
+}
+
+// flow reads the page's sections, each with what the viewer may do to it.
+// Only a refusal of a read is returned as an error (the 403 page); any
+// other failure is its section's Failed.
+func (s *server) flow(r *http.Request) (flowView, int, error) {
+	ctx := r.Context()
+	now := s.clock.Now()
+	var v flowView
+	status := http.StatusOK
+	ts, err := s.pausedTypes(ctx, now)
+	switch {
+	case errors.Is(err, auth.ErrForbidden):
+		return v, http.StatusForbidden, err
+	case err != nil:
+		s.logErr(r, "studio: list paused types", err)
+		v.Paused.Failed, status = true, http.StatusInternalServerError
+	}
+	for _, t := range ts {
+		row := pausedRow{pausedType: t}
+		if err := ops.Authorize(ctx, s.ops, ops.ResumeType, &cks.TypeInput{Type: t.Type}); err != nil {
+			row.Refused = err.Error()
+		}
+		v.Paused.Types = append(v.Paused.Types, row)
+	}
+	if err := auth.RequireWithin(ctx, auth.PermControl, auth.ResourceTypes); err != nil {
+		v.Paused.PauseRefused = err.Error()
+	}
+	if s.ops.Schedules == nil {
+		return v, status, nil
+	}
+	v.Schedules.Configured = true
+	l, err := ops.ListSchedules.Do(ctx, s.ops, &struct{}{})
+	switch {
+	case errors.Is(err, auth.ErrForbidden):
+		return v, http.StatusForbidden, err
+	case err != nil:
+		s.logErr(r, "studio: list schedules", err)
+		v.Schedules.Failed, status = true, http.StatusInternalServerError
+	}
+	for _, sc := range l.Schedules {
+		c := scheduleCard{Name: sc.Name, Cron: sc.Cron, TimeZone: sc.TimeZone, Misfire: sc.Misfire, TaskType: sc.Task.Type,
+			TaskTitle: sc.Task.Title, Paused: sc.Paused, PausedBy: sc.PausedBy, CreatedBy: sc.CreatedBy, LastTask: sc.LastTaskID}
+		for _, t := range sc.NextRuns {
+			c.NextRuns = append(c.NextRuns, at(now, t))
+		}
+		if sc.LastSlot != nil {
+			c.LastSlot = at(now, *sc.LastSlot)
+		}
+		if sc.LastFiredAt != nil {
+			c.LastFired = at(now, *sc.LastFiredAt)
+		}
+		if err := ops.Authorize(ctx, s.ops, ops.PauseSchedule, &cks.ScheduleInput{Name: sc.Name}); err != nil {
+			c.Refused = err.Error()
+		}
+		v.Schedules.Cards = append(v.Schedules.Cards, c)
+	}
+	return v, status, nil
+}
