@@ -52,6 +52,9 @@ type Service struct {
 	// moves is told of every committed write that moved a task; nil: no
 	// one is (NoteMovesTo).
 	moves MovesNoter
+	// observer is told of the claims and attempt ends of the committed
+	// writes; nil: no one is (ObserveWith).
+	observer Observer
 	// stats keeps TaskStats' answers for StatsTTL per minute of their
 	// step, one read per window.
 	stats readCache[StatsWindow, cks.TaskStats]
@@ -59,6 +62,10 @@ type Service struct {
 	room waitRoom
 	// types keeps UnclaimedTypes' read of the ledger for TypesTTL.
 	types readCache[struct{}, typesRead]
+	// counts keeps TaskCounts' read for CountsTTL; counted are the types
+	// its last read named.
+	counts  readCache[struct{}, TaskCounts]
+	counted countedTypes
 	// settings are the default lease and the retry backoff (Configure).
 	settings Settings
 }
@@ -95,6 +102,7 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 	s.room.s = s
 	s.stats = readCache[StatsWindow, cks.TaskStats]{read: s.readStats, ttl: StatsWindow.ttl, clone: cloneStats}
 	s.types = readCache[struct{}, typesRead]{read: s.readTypes, ttl: func(struct{}) time.Duration { return TypesTTL }}
+	s.counts = readCache[struct{}, TaskCounts]{read: s.readCounts, ttl: func(struct{}) time.Duration { return CountsTTL }, clone: cloneCounts}
 	return s
 }
 
@@ -119,9 +127,10 @@ func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex dri
 // for the claim).
 func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	moved := false
+	var last *notifyOnce // the executor of the attempt that commits
 	err := s.db.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error {
-		once := &notifyOnce{Executor: ex}
-		moved = false // of the attempt that commits
+		once := &notifyOnce{Executor: ex, observe: s.observer != nil}
+		moved, last = false, once // of the attempt that commits
 		// Leases and claims are stamped by the service's clock, which a
 		// backend opened on Postgres corrects to the database's: a reaper
 		// on another host judges them by the same clock.
@@ -142,6 +151,9 @@ func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(
 	if err == nil && moved && s.moves != nil {
 		s.moves.Note()
 	}
+	if err == nil && s.observer != nil {
+		s.observed(last)
+	}
 	return err
 }
 
@@ -155,6 +167,12 @@ func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(
 type notifyOnce struct {
 	driver.Executor
 	topics []string
+	// observe is set when the service has an Observer: the write then
+	// keeps what it claimed (TaskClaim) and the attempts it ended
+	// (transition), told once it committed.
+	observe bool
+	claimed []Claim
+	ended   []AttemptEnd
 }
 
 // Notify implements driver.Executor: topic is published at the end of the
@@ -351,6 +369,9 @@ type move struct {
 	// changes, when not "", are the event's (editChanges): the move ends
 	// an edit that restarted the task.
 	changes string
+	// end, for a move that ends an attempt, is how it ended when the
+	// state it moves to does not say (outcomeOf): a retry, a timeout.
+	end Outcome
 }
 
 // transition is the one function through which every state change goes.
@@ -428,6 +449,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 	if err := ex.Notify(ctx, cks.TopicTasksMoved); err != nil {
 		return nil, err
 	}
+	noteEnds(ex, now, moves)
 	return rows, nil
 }
 
