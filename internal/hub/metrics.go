@@ -56,7 +56,8 @@ func claimsWaiting(tasks interface{ ClaimsWaiting() int }) prometheus.Collector 
 
 // taskCounts exports the ledger's count of tasks by state and type
 // (ledger.TaskCounts): from its cache, so a scrape within
-// ledger.CountsTTL of the last read reads nothing of the database. Every
+// ledger.CountsTTL of the last read (longer when reads take long) reads
+// nothing of the database. Every
 // state of each type the counts name is exported, 0 included, and the
 // tasks of the other types as type="other": at most
 // (ledger.MaxCountedTypes+1) × 12 series.
@@ -67,9 +68,10 @@ type taskCounts struct {
 
 func newTaskCounts(tasks *ledger.Service) *taskCounts {
 	return &taskCounts{tasks: tasks, desc: prometheus.NewDesc("cks_tasks",
-		fmt.Sprintf("The tasks in each state, by task type: the ledger's count, read at most every %s (the same on every hub of a database: "+
+		fmt.Sprintf("The tasks in each state, by task type: the ledger's count, read at most every %s, or %d times as long as a read takes "+
+			"(the same on every hub of a database: "+
 			"take one hub's, not the sum). At most %d types are named (those with the most due OPEN tasks, then those running, then those named before); "+
-			`the tasks of the others are type="%s".`, ledger.CountsTTL, ledger.MaxCountedTypes, ledger.OtherType),
+			`the tasks of the others are type="%s".`, ledger.CountsTTL, ledger.CountsCostFactor, ledger.MaxCountedTypes, ledger.OtherType),
 		[]string{"state", "type"}, nil)}
 }
 

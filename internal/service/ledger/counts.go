@@ -10,14 +10,23 @@ import (
 	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/driver"
 )
 
-// CountsTTL is how long one read of TaskCounts answers every caller: a
-// Prometheus scrape every 15 s or more reads the store at most once a
-// scrape, and scrapes that come closer (several Prometheus servers, a
-// person reloading /metrics) share the read.
+// CountsTTL is how long one read of TaskCounts answers every caller at
+// least: a Prometheus scrape every 15 s or more reads the store at most
+// once a scrape, and scrapes that come closer (several Prometheus servers,
+// a person reloading /metrics) share the read. A read that took longer
+// than CountsTTL/CountsCostFactor is kept CountsCostFactor times as long
+// as it took (countsTTL).
 const CountsTTL = 10 * time.Second
+
+// CountsCostFactor bounds the share of its time a process spends reading
+// TaskCounts to 1/CountsCostFactor (5 %), however large the ledger: an
+// answer is kept CountsCostFactor times as long as its read took, when
+// that is longer than CountsTTL.
+const CountsCostFactor = 20
 
 // MaxCountedTypes bounds the task types TaskCounts names: the tasks of
 // every other type are counted together (OtherType), so a metric labelled
@@ -53,23 +62,36 @@ type TaskCounts struct {
 // Cost of a read (one read transaction): the count by state (from the
 // state indexes, TaskCountByState unfiltered), and one count by state per
 // type named (TaskCountByState of the type): the schema has no index of
-// every state by type, so on a large ledger each of those reads the rows
-// of the table — at most MaxCountedTypes such counts per CountsTTL per
-// process that asks. (A count grouped by state and type in one statement
-// would read the table once; the driver has none yet.)
+// every state by type, so each of those reads the rows of the table — on
+// SQLite about 1.8 s for the 20 counts at 200,000 tasks. An answer is
+// therefore kept CountsTTL, or CountsCostFactor times as long as its read
+// took (36 s there), so a process spends at most 1/CountsCostFactor of its
+// time reading the counts, and the counts grow staler as the ledger grows.
+// (A count grouped by state and type in one statement would read the
+// table once; the driver has none yet.)
 func (s *Service) TaskCounts(ctx context.Context) (TaskCounts, error) {
 	return s.counts.get(ctx, struct{}{}, s.clock.Now())
 }
 
-// countedTypes are the types the last read of TaskCounts named (readCounts).
+// countedTypes are the types the last read of TaskCounts named, and how
+// long that read took (readCounts).
 type countedTypes struct {
 	mu    sync.Mutex
 	types []string
+	took  time.Duration
+}
+
+// countsTTL is how long TaskCounts keeps an answer: CountsTTL, or
+// CountsCostFactor times as long as the last read took when that is longer.
+func (s *Service) countsTTL(struct{}) time.Duration {
+	s.counted.mu.Lock()
+	defer s.counted.mu.Unlock()
+	return max(CountsTTL, CountsCostFactor*s.counted.took)
 }
 
 // readCounts is TaskCounts' read of the store, behind its cache.
 func (s *Service) readCounts(ctx context.Context, _ struct{}) (TaskCounts, error) {
-	now := s.clock.Now()
+	now, start := s.clock.Now(), s.clock.Monotonic()
 	tr, err := s.types.get(ctx, struct{}{}, now)
 	if err != nil {
 		return TaskCounts{}, fmt.Errorf("task counts: %w", err)
@@ -107,7 +129,7 @@ func (s *Service) readCounts(ctx context.Context, _ struct{}) (TaskCounts, error
 		return n == 0
 	})
 	s.counted.mu.Lock()
-	s.counted.types = keep
+	s.counted.types, s.counted.took = keep, clock.Since(s.clock, start)
 	s.counted.mu.Unlock()
 	return out, nil
 }

@@ -158,16 +158,20 @@ func TestObserver(t *testing.T) {
 }
 
 // countingDriver counts the reads and writes made through it: each
-// transaction and each statement outside one.
+// transaction and each statement outside one. When slow is set, each
+// transaction takes that long of the clock c.
 type countingDriver struct {
 	driver.Driver
-	n *atomic.Int64
+	n    *atomic.Int64
+	c    *clock.Fake
+	slow *atomic.Int64
 }
 
 func (d countingDriver) Executor() driver.Executor { d.n.Add(1); return d.Driver.Executor() }
 
 func (d countingDriver) WithTx(ctx context.Context, opts driver.TxOptions, fn func(ctx context.Context, ex driver.Executor) error) error {
 	d.n.Add(1)
+	d.c.Advance(time.Duration(d.slow.Load()))
 	return d.Driver.WithTx(ctx, opts, fn)
 }
 
@@ -176,13 +180,14 @@ func (d countingDriver) WithTx(ctx context.Context, opts driver.TxOptions, fn fu
 // CountsTTL is given again without touching the database (a task enqueued
 // meanwhile shows once it expired); at most MaxCountedTypes types are
 // named, the busiest (most due OPEN tasks) first, and the named types'
-// counts never exceed the whole.
+// counts never exceed the whole; an answer whose read took long is kept
+// CountsCostFactor times as long as the read took.
 func TestTaskCounts(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		c := clock.NewFake(backendtest.T0)
 		s := open(t, driver.WithClock(c))
-		var queries atomic.Int64
-		counted := ledger.NewService(countingDriver{Driver: s.Driver(), n: &queries}, nil, driver.WithClock(c))
+		var queries, slow atomic.Int64
+		counted := ledger.NewService(countingDriver{Driver: s.Driver(), n: &queries, c: c, slow: &slow}, nil, driver.WithClock(c))
 		ctx := context.Background()
 		enqueue := func(typ string, n int) {
 			t.Helper()
@@ -256,6 +261,25 @@ func TestTaskCounts(t *testing.T) {
 		}
 		if whole := tc.ByState[cks.TaskOpen]; whole != 4+5*(ledger.MaxCountedTypes+3) || named > whole {
 			t.Fatalf("OPEN: %d in all, %d of the named types", whole, named)
+		}
+
+		// A read that takes long is kept CountsCostFactor times as long:
+		// this one's two transactions (the types, the counts) take 1 s each.
+		c.Advance(ledger.CountsTTL)
+		slow.Store(int64(time.Second))
+		counts()
+		slow.Store(0)
+		queries.Store(0)
+		const kept = ledger.CountsCostFactor * 2 * time.Second
+		c.Advance(kept - 2*time.Second - time.Millisecond)
+		counts()
+		if n := queries.Load(); n != 0 {
+			t.Fatalf("TaskCounts within %s of a read that took 2 s made %d reads, want 0", kept, n)
+		}
+		c.Advance(time.Millisecond)
+		counts()
+		if queries.Load() == 0 {
+			t.Fatalf("TaskCounts %s after a read that took 2 s read nothing", kept)
 		}
 	})
 }

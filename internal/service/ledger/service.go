@@ -102,7 +102,7 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 	s.room.s = s
 	s.stats = readCache[StatsWindow, cks.TaskStats]{read: s.readStats, ttl: StatsWindow.ttl, clone: cloneStats}
 	s.types = readCache[struct{}, typesRead]{read: s.readTypes, ttl: func(struct{}) time.Duration { return TypesTTL }}
-	s.counts = readCache[struct{}, TaskCounts]{read: s.readCounts, ttl: func(struct{}) time.Duration { return CountsTTL }, clone: cloneCounts}
+	s.counts = readCache[struct{}, TaskCounts]{read: s.readCounts, ttl: s.countsTTL, clone: cloneCounts}
 	return s
 }
 
