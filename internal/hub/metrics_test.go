@@ -81,11 +81,7 @@ func sample(fam *dto.MetricFamily, labels ...string) *dto.Metric {
 // hold exactly the waits and lengths of this hub's claims and attempts by
 // type; the outcomes count each attempt's end by type.
 func TestTaskMetrics(t *testing.T) {
-	dbs := map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "cks.db") },
-		"postgres": func(t *testing.T) string { return backendtest.PostgresURL(t) },
-	}
-	for name, db := range dbs {
+	for name, db := range hubDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c := clock.NewFake(backendtest.T0)
