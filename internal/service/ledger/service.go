@@ -119,6 +119,9 @@ const (
 // each, when fn has succeeded, just before the commit (notifyOnce) — but
 // cks.TopicTasksMoved, which is never published in the transaction: once
 // it committed, s.moves is told (MovesNoter), and publishes it coalesced.
+// Once it committed, s.observer (when set) is told what it claimed and
+// which attempts it ended (Observer), as the attempt that committed kept
+// them (notifyOnce).
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	return s.writeWith(ctx, driver.TxOptions{}, fn)
 }
@@ -386,7 +389,8 @@ type move struct {
 // TaskEventInsertMany). It publishes TopicTasksReady when a task became
 // OPEN, all in ex's transaction, and notes TopicTasksMoved (which write
 // publishes after the commit, coalesced); state_changed_at and updated_at become
-// now. It returns the rows as written, in the order of moves.
+// now. The moves that end an attempt are kept for the Observer when ex
+// observes (noteEnds). It returns the rows as written, in the order of moves.
 func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []move) ([]driver.TaskRow, error) {
 	if len(moves) == 0 {
 		return nil, nil
