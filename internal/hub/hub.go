@@ -125,6 +125,10 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	if err := st.Tasks.Configure(settings.Ledger); err != nil {
 		return err
 	}
+	// The task metrics of /metrics: what this hub's claims and attempt
+	// ends were (ledger.Observer).
+	taskObs := newTaskMetrics()
+	st.Tasks.ObserveWith(taskObs)
 	if cfg.Clock == nil {
 		// The database's clock on Postgres (backend.Clock): liveness and
 		// leases are judged by the clock the agents stamped them with.
@@ -231,7 +235,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Collectors: append([]prometheus.Collector{sweepRuns, newUnclaimedCollector(svc), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_mcp_sessions",
 			Help: "The MCP sessions /mcp holds open (at most CKS_MCP_MAX_SESSIONS, CKS_MCP_MAX_SESSIONS_PER_TOKEN a token)."},
 			func() float64 { return float64(mcpHTTP.Open()) }),
-			claimsWaiting(st.Tasks)}, clockGauges(st)...),
+			claimsWaiting(st.Tasks), newTaskCounts(st.Tasks), taskObs}, clockGauges(st)...),
 		Health: st.StorageHealth,
 		Leader: rt.Leader,
 

@@ -11,14 +11,17 @@ import (
 	"github.com/cks-dev/cks/internal/surface/api"
 )
 
+// hubDatabases make a fresh database of each backend for the hubs of a
+// test, by backend name.
+var hubDatabases = map[string]func(t *testing.T) string{
+	"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "shared.db") },
+	"postgres": func(t *testing.T) string { return backendtest.PostgresURL(t) },
+}
+
 // TestHealthzNamesTheLeader: two hubs serving one database agree on the
 // maintenance leader in /healthz, and only the first started says it is it.
 func TestHealthzNamesTheLeader(t *testing.T) {
-	dbs := map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "shared.db") },
-		"postgres": func(t *testing.T) string { return backendtest.PostgresURL(t) },
-	}
-	for name, db := range dbs {
+	for name, db := range hubDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			url := db(t)

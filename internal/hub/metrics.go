@@ -2,11 +2,15 @@ package hub
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
 // unclaimedCollector exports list_unclaimed_types on /metrics: a task type
@@ -49,3 +53,140 @@ func claimsWaiting(tasks interface{ ClaimsWaiting() int }) prometheus.Collector 
 		Help: "The claim_tasks calls held for work now (wait_s: the long poll of idle agents)."},
 		func() float64 { return float64(tasks.ClaimsWaiting()) })
 }
+
+// taskCounts exports the ledger's count of tasks by state and type
+// (ledger.TaskCounts): from its cache, so a scrape within
+// ledger.CountsTTL of the last read (longer when reads take long) reads
+// nothing of the database. Every
+// state of each type the counts name is exported, 0 included, and the
+// tasks of the other types as type="other": at most
+// (ledger.MaxCountedTypes+1) × 12 series.
+type taskCounts struct {
+	tasks *ledger.Service
+	desc  *prometheus.Desc
+}
+
+func newTaskCounts(tasks *ledger.Service) *taskCounts {
+	return &taskCounts{tasks: tasks, desc: prometheus.NewDesc("cks_tasks",
+		fmt.Sprintf("The tasks in each state, by task type: the ledger's count, read at most every %s, or %d times as long as a read takes "+
+			"(the same on every hub of a database: "+
+			"take one hub's, not the sum). At most %d types are named (those with the most due OPEN tasks, then those running, then those named before); "+
+			`the tasks of the others are type="%s".`, ledger.CountsTTL, ledger.CountsCostFactor, ledger.MaxCountedTypes, ledger.OtherType),
+		[]string{"state", "type"}, nil)}
+}
+
+func (c *taskCounts) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *taskCounts) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	counts, err := c.tasks.TaskCounts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	other := maps.Clone(counts.ByState)
+	for typ, byState := range counts.ByType {
+		for st, n := range byState {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), string(st), typ)
+			other[st] -= n
+		}
+	}
+	for st, n := range other {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(max(n, 0)), string(st), ledger.OtherType)
+	}
+}
+
+// taskBuckets are the bounds (seconds) of the task histograms: 5 ms to
+// about 6 h, each 4 times the last.
+var taskBuckets = prometheus.ExponentialBuckets(0.005, 4, 12)
+
+// taskMetrics is the hub's ledger.Observer: what this hub's own claims
+// and attempt ends were (each hub exports its own; sum them across hubs).
+// Its type label names the first ledger.MaxCountedTypes types this hub saw
+// and "other" for the rest, so each of its metrics has at most
+// ledger.MaxCountedTypes+1 values of it.
+type taskMetrics struct {
+	mu    sync.Mutex
+	types map[string]bool
+
+	claims *prometheus.CounterVec
+	wait   *prometheus.HistogramVec
+	took   *prometheus.HistogramVec
+	ends   *prometheus.CounterVec
+}
+
+func newTaskMetrics() *taskMetrics {
+	const perHub = " Each hub counts what it itself did: sum across hubs."
+	bound := fmt.Sprintf(` At most %d types are named (the first this hub saw), the others are type="%s".`, ledger.MaxCountedTypes, ledger.OtherType)
+	return &taskMetrics{types: map[string]bool{},
+		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_task_claims_total",
+			Help: "Tasks claimed (leased to an executor), by task type." + perHub + bound}, []string{"type"}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cks_task_claim_wait_seconds",
+			Help: "Enqueue to claim: how long a task waited from its enqueue to its first claim (a delayed task's delay included), by task type." +
+				perHub + bound, Buckets: taskBuckets}, []string{"type"}),
+		took: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cks_task_attempt_duration_seconds",
+			Help:    "Attempt duration: from an attempt's claim to its end (whatever the outcome), by task type." + perHub + bound,
+			Buckets: taskBuckets}, []string{"type"}),
+		ends: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_task_attempts_ended_total",
+			Help: "Attempts ended, by task type and outcome (completed, needs_review, needs_input, failed, retried, timed_out, reclaimed, " +
+				"given_back, cancelled, stopped, requeued)." + perHub + bound}, []string{"type", "outcome"}),
+	}
+}
+
+// label is typ as the type label: itself while fewer than
+// ledger.MaxCountedTypes types are named, or when it is one of them; else
+// "other".
+func (m *taskMetrics) label(typ string) string {
+	if m.types[typ] {
+		return typ
+	}
+	if len(m.types) < ledger.MaxCountedTypes {
+		m.types[typ] = true
+		return typ
+	}
+	return ledger.OtherType
+}
+
+// Claimed implements ledger.Observer.
+func (m *taskMetrics) Claimed(claims []ledger.Claim) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range claims {
+		typ := m.label(c.Type)
+		m.claims.WithLabelValues(typ).Inc()
+		if c.First {
+			m.wait.WithLabelValues(typ).Observe(c.Wait.Seconds())
+		}
+	}
+}
+
+// AttemptsEnded implements ledger.Observer.
+func (m *taskMetrics) AttemptsEnded(ends []ledger.AttemptEnd) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range ends {
+		typ := m.label(e.Type)
+		m.took.WithLabelValues(typ).Observe(e.Took.Seconds())
+		m.ends.WithLabelValues(typ, string(e.Outcome)).Inc()
+	}
+}
+
+func (m *taskMetrics) Describe(ch chan<- *prometheus.Desc) {
+	m.claims.Describe(ch)
+	m.wait.Describe(ch)
+	m.took.Describe(ch)
+	m.ends.Describe(ch)
+}
+
+func (m *taskMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.claims.Collect(ch)
+	m.wait.Collect(ch)
+	m.took.Collect(ch)
+	m.ends.Collect(ch)
+}
+
+// TaskObserver returns a new ledger.Observer of the kind a hub gives its
+// ledger — its task metrics, registered nowhere — for a benchmark of what
+// observing costs the ledger (cksbench ledger --observe).
+func TaskObserver() ledger.Observer { return newTaskMetrics() }

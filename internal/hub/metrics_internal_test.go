@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,54 @@ cks_claims_waiting 1
 		}
 		cancel()
 		<-done
+	})
+}
+
+// TestTaskCountsOther: cks_tasks names ledger.MaxCountedTypes types (the
+// most due OPEN tasks first) and counts every other type's tasks as
+// type="other", every state of each, on both backends.
+func TestTaskCountsOther(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		s := open(t)
+		var batch []cks.NewTask
+		for i := range ledger.MaxCountedTypes + 2 {
+			n := 2
+			if i >= ledger.MaxCountedTypes {
+				n = 1 // the two least busy: not named
+			}
+			for range n {
+				batch = append(batch, cks.NewTask{Type: fmt.Sprintf("t%02d", i)})
+			}
+		}
+		if _, err := s.Tasks.EnqueueMany(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(newTaskCounts(s.Tasks))
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		openBy := map[string]float64{}
+		series := 0
+		for _, f := range fams {
+			for _, m := range f.Metric {
+				series++
+				labels := map[string]string{}
+				for _, l := range m.Label {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["state"] == string(cks.TaskOpen) {
+					openBy[labels["type"]] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		if want := (ledger.MaxCountedTypes + 1) * len(ledger.All); series != want {
+			t.Errorf("%d series, want %d", series, want)
+		}
+		if openBy[ledger.OtherType] != 2 || openBy["t00"] != 2 || openBy[fmt.Sprintf("t%02d", ledger.MaxCountedTypes-1)] != 2 ||
+			len(openBy) != ledger.MaxCountedTypes+1 {
+			t.Errorf("OPEN by type %v, want 2 for each of t00…t%02d and 2 for other", openBy, ledger.MaxCountedTypes-1)
+		}
 	})
 }

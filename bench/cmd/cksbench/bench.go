@@ -19,6 +19,7 @@ import (
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/corpus"
 	driverpostgres "github.com/cks-dev/cks/internal/driver/postgres"
+	"github.com/cks-dev/cks/internal/hub"
 	"github.com/cks-dev/cks/internal/service/llm"
 )
 
@@ -52,6 +53,7 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	enqueueBatch := fs.Int("enqueue-batch", bench.DefaultEnqueueBatch, "tasks stored per EnqueueMany call (1: one Enqueue per task)")
 	keys := fs.Int("keys", 0, "give the tasks `N` concurrency keys k:0…k:N-1 in turn (0: none)")
 	maxRunning := fs.Int("max-running", 0, "with --keys, cap each key at `N` running tasks with a limit (0: no limit)")
+	observe := fs.Bool("observe", false, "give the ledger a hub's task metrics (ledger.Observer), told of every claim and attempt end, as a hub's ledger is")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this `FILE`, for go tool pprof")
 	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: go tool pprof -sample_index=alloc_space) to this `FILE` when they end")
@@ -92,7 +94,10 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		backendName = st.Dialect()
-		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d\n", backendName, *tasks, w, *batch)
+		if *observe {
+			st.Tasks.ObserveWith(hub.TaskObserver())
+		}
+		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d, observed %v\n", backendName, *tasks, w, *batch, *observe)
 		r, err := bench.Ledger(ctx, st.Tasks, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
 			EnqueueBatch: *enqueueBatch, Priorities: *priorities, Concurrent: *concurrent, Keys: *keys, MaxRunning: *maxRunning,
 			Progress: progressLine(e)})

@@ -212,7 +212,7 @@ func (s *Service) finishMove(cur driver.TaskRow, f *finish, now time.Time) move 
 	reason := f.text
 	if f.retryable && cur.Attempts < cur.MaxAttempts {
 		runAfter := now.Add(backoff(s.settings.RetryBackoff, cur.Attempts, s.jitter()))
-		return move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: "retry: " + reason,
+		return move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: "retry: " + reason, end: OutcomeRetried,
 			set: func(r *driver.TaskRow) { r.LastError, r.RunAfter = reason, runAfter; revoke(r) }}
 	}
 	why := reason

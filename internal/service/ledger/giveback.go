@@ -22,7 +22,7 @@ func (s *Service) GiveBack(ctx context.Context, id int64, token, reason string) 
 	}
 	return s.onLease(ctx, id, token, executing, func(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow) (driver.TaskRow, error) {
 		return moveOne(ctx, ex, now, move{row: cur, to: cks.TaskOpen, actor: cur.ClaimedBy, reason: reason,
-			attempt: cur.Attempts, set: func(r *driver.TaskRow) {
+			attempt: cur.Attempts, end: OutcomeGivenBack, set: func(r *driver.TaskRow) {
 				r.Attempts--
 				revoke(r)
 			}})

@@ -27,11 +27,11 @@ func reclaim(ctx context.Context, ex driver.Executor, now time.Time, rows []driv
 			// An abandoned review goes back to the review queue.
 			moves[i] = move{row: r, to: cks.TaskNeedsReview, actor: actor, reason: "review " + why, set: revoke}
 		case r.Attempts >= r.MaxAttempts:
-			moves[i] = move{row: r, to: cks.TaskFailed, actor: actor, reason: "max attempts",
+			moves[i] = move{row: r, to: cks.TaskFailed, actor: actor, reason: "max attempts", end: OutcomeReclaimed,
 				set: func(r *driver.TaskRow) { r.LastError = "max attempts"; revoke(r) }}
 			failed = append(failed, r.ID)
 		default:
-			moves[i] = move{row: r, to: cks.TaskOpen, actor: actor, reason: why,
+			moves[i] = move{row: r, to: cks.TaskOpen, actor: actor, reason: why, end: OutcomeReclaimed,
 				set: func(r *driver.TaskRow) { r.LastError = why; revoke(r) }}
 		}
 	}

@@ -57,6 +57,9 @@ type Service struct {
 	// moves is told of every committed write that moved a task; nil: no
 	// one is (NoteMovesTo).
 	moves MovesNoter
+	// observer is told of the claims and attempt ends of the committed
+	// writes; nil: no one is (ObserveWith).
+	observer Observer
 	// stats keeps TaskStats' answers for StatsTTL per minute of their
 	// step, one read per window.
 	stats readCache[StatsWindow, cks.TaskStats]
@@ -64,6 +67,10 @@ type Service struct {
 	room waitRoom
 	// types keeps UnclaimedTypes' read of the ledger for TypesTTL.
 	types readCache[struct{}, typesRead]
+	// counts keeps TaskCounts' read for CountsTTL; counted are the types
+	// its last read named.
+	counts  readCache[struct{}, TaskCounts]
+	counted countedTypes
 	// settings are the default lease and the retry backoff (Configure).
 	settings Settings
 }
@@ -100,6 +107,7 @@ func NewService(db driver.Driver, changes Watcher, opts ...driver.Option) *Servi
 	s.room.s = s
 	s.stats = readCache[StatsWindow, cks.TaskStats]{read: s.readStats, ttl: StatsWindow.ttl, clone: cloneStats}
 	s.types = readCache[struct{}, typesRead]{read: s.readTypes, ttl: func(struct{}) time.Duration { return TypesTTL }}
+	s.counts = readCache[struct{}, TaskCounts]{read: s.readCounts, ttl: s.countsTTL, clone: cloneCounts}
 	return s
 }
 
@@ -116,6 +124,9 @@ const (
 // each, when fn has succeeded, just before the commit (notifyOnce) — but
 // cks.TopicTasksMoved, which is never published in the transaction: once
 // it committed, s.moves is told (MovesNoter), and publishes it coalesced.
+// Once it committed, s.observer (when set) is told what it claimed and
+// which attempts it ended (Observer), as the attempt that committed kept
+// them (notifyOnce).
 func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	return s.writeWith(ctx, driver.TxOptions{}, fn)
 }
@@ -124,9 +135,10 @@ func (s *Service) write(ctx context.Context, fn func(ctx context.Context, ex dri
 // for the claim).
 func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(ctx context.Context, ex driver.Executor, now time.Time) error) error {
 	moved := false
+	var last *notifyOnce // the executor of the attempt that commits
 	err := s.db.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error {
-		once := &notifyOnce{Executor: ex}
-		moved = false // of the attempt that commits
+		once := &notifyOnce{Executor: ex, observe: s.observer != nil}
+		moved, last = false, once // of the attempt that commits
 		// Leases and claims are stamped by the service's clock, which a
 		// backend opened on Postgres corrects to the database's: a reaper
 		// on another host judges them by the same clock.
@@ -147,6 +159,9 @@ func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(
 	if err == nil && moved && s.moves != nil {
 		s.moves.Note()
 	}
+	if err == nil && s.observer != nil {
+		s.observed(last)
+	}
 	return err
 }
 
@@ -160,6 +175,12 @@ func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(
 type notifyOnce struct {
 	driver.Executor
 	topics []string
+	// observe is set when the service has an Observer: the write then
+	// keeps what it claimed (TaskClaim) and the attempts it ended
+	// (transition), told once it committed.
+	observe bool
+	claimed []Claim
+	ended   []AttemptEnd
 }
 
 // Notify implements driver.Executor: topic is published at the end of the
@@ -357,6 +378,9 @@ type move struct {
 	// changes, when not "", are the event's (editChanges): the move ends
 	// an edit that restarted the task.
 	changes string
+	// end, for a move that ends an attempt, is how it ended when the
+	// state it moves to does not say (outcomeOf): a retry, a timeout.
+	end Outcome
 }
 
 // transition is the one function through which every state change goes.
@@ -371,7 +395,8 @@ type move struct {
 // TaskEventInsertMany). It publishes TopicTasksReady when a task became
 // OPEN, all in ex's transaction, and notes TopicTasksMoved (which write
 // publishes after the commit, coalesced); state_changed_at and updated_at become
-// now. It returns the rows as written, in the order of moves.
+// now. The moves that end an attempt are kept for the Observer when ex
+// observes (noteEnds). It returns the rows as written, in the order of moves.
 func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []move) ([]driver.TaskRow, error) {
 	if len(moves) == 0 {
 		return nil, nil
@@ -436,6 +461,7 @@ func transition(ctx context.Context, ex driver.Executor, now time.Time, moves []
 	if err := ex.Notify(ctx, cks.TopicTasksMoved); err != nil {
 		return nil, err
 	}
+	noteEnds(ex, now, moves)
 	return rows, nil
 }
 

@@ -135,12 +135,12 @@ func (s *Service) TimeOutAttempts(ctx context.Context, now time.Time) (n int, ne
 			}
 			if r.Attempts >= r.MaxAttempts {
 				reason := why + " (max attempts)"
-				moves = append(moves, move{row: r, to: cks.TaskFailed, actor: ActorReaper, reason: reason,
+				moves = append(moves, move{row: r, to: cks.TaskFailed, actor: ActorReaper, reason: reason, end: OutcomeTimedOut,
 					set: func(r *driver.TaskRow) { r.LastError = reason; revoke(r) }})
 				failed = append(failed, r.ID)
 				continue
 			}
-			moves = append(moves, move{row: r, to: cks.TaskOpen, actor: ActorReaper, reason: why,
+			moves = append(moves, move{row: r, to: cks.TaskOpen, actor: ActorReaper, reason: why, end: OutcomeTimedOut,
 				set: func(r *driver.TaskRow) { r.LastError = why; revoke(r) }})
 		}
 		if _, err := transition(ctx, ex, now, moves); err != nil {
