@@ -27,7 +27,33 @@ const (
 // them), all in the one live region.
 type flowView struct {
 	Paused    pausedView
+	Limits    limitsView
 	Schedules schedulesView
+}
+
+// limitsView is the data of the "limits" block: the concurrency limits
+// (list_limits), each with its keys held now.
+type limitsView struct {
+	Limits []limitRow
+	Failed bool
+	// SetRefused says why the viewer may not set a limit (control on no
+	// node of /limits): the form is shown disabled with it.
+	SetRefused string
+}
+
+// limitRow is a limit with its keys held now, each with the share of the
+// cap it holds (for its bar), and why the viewer may not delete it.
+type limitRow struct {
+	cks.LimitStatus
+	Keys    []keyBar
+	Refused string
+}
+
+// keyBar is one key held under a limit: Percent of the cap, 0 to 100.
+type keyBar struct {
+	cks.KeyRunning
+	Percent int
+	Full    bool
 }
 
 // pausedView is the data of the "paused-types" block.
@@ -118,6 +144,15 @@ func (s *server) flow(r *http.Request) (flowView, int, error) {
 	if err := auth.RequireWithin(ctx, auth.PermControl, auth.ResourceTypes); err != nil {
 		v.Paused.PauseRefused = err.Error()
 	}
+	if st, err := s.limits(r); err != nil {
+		if errors.Is(err, auth.ErrForbidden) {
+			return v, http.StatusForbidden, err
+		}
+		s.logErr(r, "studio: list limits", err)
+		v.Limits.Failed, status = true, http.StatusInternalServerError
+	} else {
+		v.Limits = st
+	}
 	if s.ops.Schedules == nil {
 		return v, status, nil
 	}
@@ -148,4 +183,30 @@ func (s *server) flow(r *http.Request) (flowView, int, error) {
 		v.Schedules.Cards = append(v.Schedules.Cards, c)
 	}
 	return v, status, nil
+}
+
+// limits reads the limits section: every limit with its held keys as bars
+// of its cap, and what the viewer may do.
+func (s *server) limits(r *http.Request) (limitsView, error) {
+	ctx := r.Context()
+	var v limitsView
+	l, err := ops.ListLimits.Do(ctx, s.ops, &struct{}{})
+	if err != nil {
+		return v, err
+	}
+	for _, st := range l.Limits {
+		row := limitRow{LimitStatus: st}
+		for _, k := range st.Keys {
+			row.Keys = append(row.Keys, keyBar{KeyRunning: k, Percent: min(100, 100*k.Running/st.MaxRunning),
+				Full: k.Running >= st.MaxRunning})
+		}
+		if err := ops.Authorize(ctx, s.ops, ops.DeleteLimit, &cks.LimitNameInput{Name: st.Name}); err != nil {
+			row.Refused = err.Error()
+		}
+		v.Limits = append(v.Limits, row)
+	}
+	if err := auth.RequireWithin(ctx, auth.PermControl, auth.ResourceLimits); err != nil {
+		v.SetRefused = err.Error()
+	}
+	return v, nil
 }

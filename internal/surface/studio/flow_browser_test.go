@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
 
@@ -76,6 +77,25 @@ func TestBrowserFlowControl(t *testing.T) {
 		tb.do(click(chromedp.CSS(`button[data-type-resume="build"]`)))
 		tb.waitTrue("the resumed type's row gone", `!document.querySelector('[data-paused-row="build"]') && !!document.querySelector('[data-no-paused]')`)
 
+		// Set a limit from its form; a task of its key claimed by another
+		// process shows as a bar of the cap without a reload.
+		tb.do(
+			click(chromedp.ID("limit-name")), chromedp.KeyEvent("openai"),
+			click(chromedp.ID("limit-pattern")), chromedp.KeyEvent("openai:*"),
+			click(chromedp.ID("limit-max")), chromedp.KeyEvent("2"),
+			click(chromedp.CSS(`[data-limit-set-button]`)),
+			waitVisible(chromedp.CSS(`[data-limit-row="openai"]`)),
+		)
+		if got := tb.text(`[data-limit-row="openai"] [data-limit-max]`); got != "2" {
+			t.Errorf("the limit's max running reads %q", got)
+		}
+		other := h.open(t)
+		backendtest.MustEnqueue(t, other, cks.NewTask{Type: "llm", ConcurrencyKeys: []string{"openai:gpt-5"}})
+		if got, err := other.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "w", Types: []string{"llm"}, N: 1, Lease: time.Hour}); err != nil || len(got) != 1 {
+			t.Fatalf("claim of the keyed task: %d, %v", len(got), err)
+		}
+		tb.waitTrue("the held key shown", `!!document.querySelector('[data-limit-row="openai"] [data-key-running="openai:gpt-5"] meter[value="1"]')`)
+
 		// Trigger now links the fire's task; Delete removes the card.
 		tb.do(click(chromedp.CSS(`[data-schedule="every5"][data-schedule-action="trigger"]`)))
 		tb.waitTrue("the fire's task linked", `!!document.querySelector('[data-schedule-card="every5"] [data-last-fire] a.task')`)
@@ -101,6 +121,11 @@ func TestBrowserFlowControl(t *testing.T) {
 			t.Errorf("the delete's confirmation says %q", msg)
 		}
 		tb.waitTrue("the deleted schedule's card gone", `!document.querySelector('[data-schedule-card="every5"]')`)
+		tb.do(click(chromedp.CSS(`button[data-limit-delete="openai"]`)))
+		if msg := dialogs.wait(t, 2); !strings.Contains(msg, "Delete the limit openai?") {
+			t.Errorf("the limit delete's confirmation says %q", msg)
+		}
+		tb.waitTrue("the deleted limit's row gone", `!document.querySelector('[data-limit-row="openai"]') && !!document.querySelector('[data-no-limits]')`)
 		code, out = h.api(t, http.MethodGet, "/v1/schedules/every5", "")
 		if code != http.StatusNotFound {
 			t.Errorf("get_schedule after Delete: %d %s, want 404", code, out)
@@ -124,6 +149,11 @@ func seedFlow(t testing.TB, h consoleHub) {
 		{"/v1/schedules", `{"name":"nightly","cron":"0 2 * * *","time_zone":"Europe/Berlin","misfire":"run_once","task":{"type":"report","title":"Nightly report"}}`},
 		{"/v1/schedules/nightly/trigger", ``},
 		{"/v1/schedules", `{"name":"weekly","cron":"@weekly","task":{"type":"digest","title":"Weekly digest"},"paused":true}`},
+		{"/v1/limits", `{"name":"openai","pattern":"openai:*","max_running":2}`},
+		{"/v1/tasks", `{"type":"llm","title":"Summarize","concurrency_keys":["openai:gpt-5"]}`},
+		{"/v1/tasks", `{"type":"llm","title":"Summarize","concurrency_keys":["openai:gpt-5"]}`},
+		{"/v1/tasks", `{"type":"llm","title":"Classify","concurrency_keys":["openai:mini"]}`},
+		{"/v1/tasks/claim", `{"worker":"seed","types":["llm"],"n":3}`},
 	} {
 		if code, out := h.api(t, http.MethodPost, c.path, c.body); code != http.StatusOK && code != http.StatusCreated {
 			t.Fatalf("POST %s: %d %s", c.path, code, out)

@@ -205,10 +205,59 @@ func TestFlowPageHonoursPermissions(t *testing.T) {
 		mustContain(t, "the build operator's page", page, `<button type="button" class="button" data-type-resume="build">Resume</button>`,
 			`data-type-pause-button>Pause</button>`, `data-schedule-action="trigger" `+refused("/schedules/nightly"))
 
-		typesOnly := e.token(t, cks.Grant{Resource: "/types", Permission: auth.PermRead})
+		typesOnly := e.token(t, cks.Grant{Resource: "/types", Permission: auth.PermRead}, cks.Grant{Resource: "/limits", Permission: auth.PermRead})
 		code, page = e.call(t, typesOnly, http.MethodGet, studio.FlowPath, "")
 		if code != http.StatusForbidden || !strings.Contains(page, "needs read on /schedules") {
 			t.Errorf("a viewer who may not read the schedules: %d, want the 403 page naming read on /schedules\n%s", code, page)
 		}
+	}})
+}
+
+// TestFlowPageLimits: on both backends, the Flow control page lists each
+// concurrency limit with its pattern and cap and the keys held now, each
+// as a bar of the cap (at cap marked); the set form's call (the API's
+// route) adds a limit, Delete's removes it; a reader sees Delete and the
+// form disabled, naming the permission.
+func TestFlowPageLimits(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{"limits": func(t *testing.T, open backendtest.Opener) {
+		e := newFlowEnv(t, open)
+		ctx := context.Background()
+		admin := e.token(t, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
+		fragment := func(tok string) string {
+			t.Helper()
+			code, body := e.call(t, tok, http.MethodGet, studio.FlowFragmentPath, "")
+			if code != http.StatusOK {
+				t.Fatalf("GET %s: %d\n%s", studio.FlowFragmentPath, code, body)
+			}
+			return body
+		}
+		mustContain(t, "no limits", fragment(admin), `data-no-limits`, `<form class="task-action flow-limit" data-limit-set`)
+		if code, out := e.call(t, admin, http.MethodPost, "/v1/limits", `{"name":"openai","pattern":"openai:*","max_running":2}`); code != http.StatusOK {
+			t.Fatalf("set_limit: %d %s", code, out)
+		}
+		for _, key := range []string{"openai:gpt-5", "openai:gpt-5", "openai:mini"} {
+			backendtest.MustEnqueue(t, e.b, cks.NewTask{Type: "llm", ConcurrencyKeys: []string{key}})
+		}
+		if got, err := e.b.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 5, Lease: time.Hour}); err != nil || len(got) != 3 {
+			t.Fatalf("claim: %d tasks, %v", len(got), err)
+		}
+		frag := fragment(admin)
+		mustContain(t, "a limit", frag, `<tr data-limit-row="openai"`, `<code>openai:*</code>`, `data-limit-max>2</td>`,
+			`data-limit-keys="2" data-limit-saturated="1"`,
+			`<li data-key-running="openai:gpt-5"><code>openai:gpt-5</code> <meter min="0" max="2" value="2" title="2 of 2">100%</meter> 2/2 <strong>at cap</strong></li>`,
+			`<li data-key-running="openai:mini"><code>openai:mini</code> <meter min="0" max="2" value="1" title="1 of 2">50%</meter> 1/2</li>`,
+			`<button type="button" class="button" data-limit-delete="openai">Delete</button>`)
+
+		reader := e.token(t, cks.Grant{Resource: "/", Permission: auth.PermRead})
+		mustContain(t, "a reader's limits", fragment(reader),
+			`data-limit-delete="openai" disabled title="forbidden: principal &#34;viewer&#34; needs control on /limits/openai"`,
+			`data-limit-set-button disabled title="forbidden: principal &#34;viewer&#34; needs control on /limits"`)
+
+		if code, out := e.call(t, admin, http.MethodDelete, "/v1/limits/openai", ""); code != http.StatusOK {
+			t.Fatalf("delete_limit: %d %s", code, out)
+		}
+		frag = fragment(admin)
+		mustNotContain(t, "after delete", frag, `data-limit-row="openai"`)
+		mustContain(t, "after delete", frag, `data-no-limits`)
 	}})
 }

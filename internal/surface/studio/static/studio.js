@@ -905,13 +905,20 @@
     return ok;
   }
   document.addEventListener("click", async (ev) => {
-    const btn = ev.target.closest && ev.target.closest("button[data-type-resume], button[data-schedule-action]");
+    const btn = ev.target.closest && ev.target.closest("button[data-type-resume], button[data-schedule-action], button[data-limit-delete]");
     if (!btn) {
       return;
     }
     const slot = btn.parentElement.querySelector("[data-action-error]");
     if ("typeResume" in btn.dataset) {
       await flowCall(btn, slot, "POST", "/v1/types/resume", { type: btn.dataset.typeResume });
+      return;
+    }
+    if ("limitDelete" in btn.dataset) {
+      const name = btn.dataset.limitDelete;
+      if (confirmed("Delete the limit " + name + "? Its keys are capped by it no more.")) {
+        await flowCall(btn, slot, "DELETE", "/v1/limits/" + encodeURIComponent(name));
+      }
       return;
     }
     const name = btn.dataset.schedule;
@@ -924,6 +931,22 @@
     }
     const [method, url] = scheduleCalls[action](encodeURIComponent(name));
     await flowCall(btn, slot, method, url);
+  });
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target.closest && ev.target.closest("form[data-limit-set]");
+    if (!form) {
+      return;
+    }
+    ev.preventDefault();
+    const slot = form.querySelector("[data-action-error]");
+    const body = {
+      name: form.elements.name.value.trim(),
+      pattern: form.elements.pattern.value.trim(),
+      max_running: Number(form.elements.max_running.value),
+    };
+    if (await flowCall(form.querySelector("[data-limit-set-button]"), slot, "POST", "/v1/limits", body)) {
+      form.reset();
+    }
   });
   document.addEventListener("submit", async (ev) => {
     const form = ev.target.closest && ev.target.closest("form[data-type-pause]");
