@@ -183,7 +183,6 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock) (*ke
 	return k, nil
 }
 
-
 // claimKeyed is the claim of p when limits exist (k): it reads the
 // claimable tasks in claim order, locked, skipping the keys at their cap;
 // takes each candidate whose keys all have room, counting it at once (a
