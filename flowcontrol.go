@@ -68,8 +68,11 @@ const (
 	LimitPatternPattern = `^([A-Za-z0-9][A-Za-z0-9_.:/@+=-]*\*?|\*)$`
 	// MaxLimitNameLen bounds a limit's name.
 	MaxLimitNameLen = 100
-	// MaxLimitRunning bounds a limit's max_running.
+	// MaxLimitRunning bounds a limit's max_running, and its starts.
 	MaxLimitRunning = 100000
+	// MinLimitInterval and MaxLimitInterval bound a rate limit's interval.
+	MinLimitInterval = time.Second
+	MaxLimitInterval = 24 * time.Hour
 )
 
 var (
@@ -104,12 +107,16 @@ func ValidateConcurrencyKeys(field string, keys []string) ([]string, error) {
 	return out, nil
 }
 
-// Limit is a concurrency limit (set_limit): every key Pattern matches may
-// be held by at most MaxRunning CLAIMED or RUNNING tasks at once.
+// Limit is a concurrency and rate limit (set_limit): every key Pattern
+// matches may be held by at most MaxRunning CLAIMED or RUNNING tasks at
+// once (0: no cap), and claimed at most Starts times in any Interval
+// (Starts 0: no rate limit).
 type Limit struct {
 	Name       string    `json:"name"`
 	Pattern    string    `json:"pattern"`
-	MaxRunning int       `json:"max_running"`
+	MaxRunning int       `json:"max_running,omitempty"`
+	Starts     int       `json:"starts,omitempty"`
+	Interval   Duration  `json:"interval,omitempty"`
 	CreatedBy  string    `json:"created_by,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
@@ -143,7 +150,25 @@ func (l Limit) MoreSpecific(m Limit) bool {
 type LimitInput struct {
 	Name       string `json:"name" jsonschema:"the limit's name: letters, digits and _ - . : (starting with a letter or digit)"`
 	Pattern    string `json:"pattern" jsonschema:"the keys it caps: a key (openai:gpt-5) or a prefix ending in * (openai:*); each matching key has its own cap"`
-	MaxRunning int    `json:"max_running" jsonschema:"how many CLAIMED or RUNNING tasks may hold each matching key at once (at least 1)"`
+	MaxRunning int    `json:"max_running,omitempty" jsonschema:"how many CLAIMED or RUNNING tasks may hold each matching key at once (0 or absent: no cap)"`
+	// Starts and Interval make it a rate limit: at most Starts claims of
+	// tasks holding each matching key in any Interval.
+	Starts   int      `json:"starts,omitempty" jsonschema:"how many tasks holding each matching key may be claimed in any interval (0 or absent: no rate limit)"`
+	Interval Duration `json:"interval,omitempty" jsonschema:"the rate limit's sliding window, such as 1m or 1h (1s to 24h); with starts"`
+}
+
+// IntervalDuration is in.Interval parsed (0 when empty), or a FieldError
+// naming interval when it is not a duration from MinLimitInterval to
+// MaxLimitInterval.
+func (in LimitInput) IntervalDuration() (time.Duration, error) {
+	if in.Interval == "" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(string(in.Interval))
+	if err != nil || v < MinLimitInterval || v > MaxLimitInterval || v%time.Millisecond != 0 {
+		return 0, fieldError("interval", fmt.Sprintf("a duration such as 1m or 1h, from %s to %.0fh", MinLimitInterval, MaxLimitInterval.Hours()))
+	}
+	return v, nil
 }
 
 // ValidateLimitName reports a FieldError naming field unless s is a
@@ -161,8 +186,22 @@ func (in LimitInput) Validate() error {
 	if err := validateName("pattern", in.Pattern, limitPatternRE, MaxConcurrencyKeyLen, ExpectedLimitPattern); err != nil {
 		return err
 	}
-	if in.MaxRunning < 1 || in.MaxRunning > MaxLimitRunning {
-		return fieldError("max_running", fmt.Sprintf("an integer from 1 to %d", MaxLimitRunning))
+	switch {
+	case in.MaxRunning < 0 || in.MaxRunning > MaxLimitRunning:
+		return fieldError("max_running", fmt.Sprintf("an integer from 1 to %d (0: no cap)", MaxLimitRunning))
+	case in.Starts < 0 || in.Starts > MaxLimitRunning:
+		return fieldError("starts", fmt.Sprintf("an integer from 1 to %d (0: no rate limit)", MaxLimitRunning))
+	case in.MaxRunning == 0 && in.Starts == 0:
+		return fieldError("max_running", "a cap of at least 1, or starts and interval (a rate limit), or both")
+	}
+	d, err := in.IntervalDuration()
+	switch {
+	case err != nil:
+		return err
+	case in.Starts > 0 && d == 0:
+		return fieldError("interval", "the rate limit's window, such as 1m, with starts")
+	case in.Starts == 0 && d != 0:
+		return fieldError("starts", "how many claims per interval, with interval")
 	}
 	return nil
 }
@@ -179,10 +218,12 @@ type LimitDeleted struct {
 	Deleted bool   `json:"deleted"`
 }
 
-// KeyRunning is how many CLAIMED or RUNNING tasks hold a key now.
+// KeyRunning is how many CLAIMED or RUNNING tasks hold a key now, and how
+// many were claimed in its limit's current window (a rate limit's).
 type KeyRunning struct {
 	Key     string `json:"key"`
 	Running int    `json:"running"`
+	Started int    `json:"started,omitempty"`
 }
 
 // LimitStatus is a limit with the keys it governs that are held now, the

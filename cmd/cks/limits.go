@@ -14,10 +14,11 @@ import (
 // (issue 42).
 var limitGroup = group{name: "limit", commands: []command{
 	opCommand("set", ops.SetLimit, opSpec[cks.LimitInput, cks.Limit]{
-		in:      inputSpec{args: []string{"name"}},
-		summary: "create or replace the limit NAME: at most --max-running CLAIMED or RUNNING tasks per key matching --pattern",
+		in: inputSpec{args: []string{"name"}},
+		summary: "create or replace the limit NAME: per key matching --pattern, at most --max-running CLAIMED or RUNNING " +
+			"tasks, and/or at most --starts claims in any --interval",
 		table: func(x *reply[cks.LimitInput, cks.Limit]) error {
-			fmt.Fprintf(x.w, "limit %s: at most %d running per key matching %s\n", x.out.Name, x.out.MaxRunning, x.out.Pattern)
+			fmt.Fprintf(x.w, "limit %s: %s per key matching %s\n", x.out.Name, limitRule(x.out), x.out.Pattern)
 			return nil
 		},
 	}),
@@ -48,16 +49,31 @@ var limitGroup = group{name: "limit", commands: []command{
 // held and at the cap, and the most held keys.
 func printLimits(w io.Writer, ls []cks.LimitStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPATTERN\tMAX RUNNING\tKEYS HELD\tAT CAP\tRUNNING")
+	fmt.Fprintln(tw, "NAME\tPATTERN\tRULE\tKEYS HELD\tAT CAP\tRUNNING (STARTED)")
 	for _, l := range ls {
 		keys := make([]string, len(l.Keys))
 		for i, k := range l.Keys {
 			keys[i] = fmt.Sprintf("%s=%d", k.Key, k.Running)
+			if l.Starts > 0 {
+				keys[i] += fmt.Sprintf("(%d)", k.Started)
+			}
 		}
 		if len(keys) == 0 {
 			keys = []string{"-"}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", l.Name, l.Pattern, l.MaxRunning, l.Held, l.Saturated, strings.Join(keys, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", l.Name, l.Pattern, limitRule(l.Limit), l.Held, l.Saturated, strings.Join(keys, " "))
 	}
 	tw.Flush()
+}
+
+// limitRule says what l allows a key: "4 running", "60 per 1m", or both.
+func limitRule(l cks.Limit) string {
+	var parts []string
+	if l.MaxRunning > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", l.MaxRunning))
+	}
+	if l.Starts > 0 {
+		parts = append(parts, fmt.Sprintf("%d per %s", l.Starts, l.Interval))
+	}
+	return strings.Join(parts, ", ")
 }

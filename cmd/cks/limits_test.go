@@ -36,7 +36,7 @@ func TestLimitCLI(t *testing.T) {
 		return ids
 	}
 	r := run("limit", "set", "openai", "--pattern", "openai:*", "--max-running", "1")
-	if r.code != 0 || !strings.Contains(r.stdout, "limit openai: at most 1 running per key matching openai:*") {
+	if r.code != 0 || !strings.Contains(r.stdout, "limit openai: 1 running per key matching openai:*") {
 		t.Fatalf("limit set: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	var ids []int64
@@ -79,6 +79,10 @@ func TestLimitCLI(t *testing.T) {
 	}
 	if r := run("limit", "set", "x", "--pattern", "open*ai", "--max-running", "1"); r.code != 1 || !strings.Contains(r.stderr, "pattern") {
 		t.Fatalf("limit set of a bad pattern: exit %d %s", r.code, r.stderr)
+	}
+	if r := run("limit", "set", "api", "--pattern", "api", "--starts", "60", "--interval", "1m"); r.code != 0 ||
+		!strings.Contains(r.stdout, "limit api: 60 per 1m per key matching api") {
+		t.Fatalf("limit set of a rate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := run("limit", "delete", "openai"); r.code != 0 || !strings.Contains(r.stdout, "deleted limit openai") {
 		t.Fatalf("limit delete: exit %d\n%s%s", r.code, r.stdout, r.stderr)

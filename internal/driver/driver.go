@@ -1290,6 +1290,15 @@ type LimitRow struct {
 	CreatedBy  string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// Starts and IntervalMs are a rate limit (0, 0: none).
+	Starts     int
+	IntervalMs int64
+}
+
+// KeyStartRow is one claim of a task for one of its rate-limited keys.
+type KeyStartRow struct {
+	Key       string
+	StartedAt time.Time
 }
 
 // LimitListParams reads every limit, locked as asked (LockNone, or
@@ -1309,6 +1318,13 @@ type LimitExecutor interface {
 	LimitDelete(ctx context.Context, name string) (int, error)
 	// LimitList returns every limit, by name, locked as p asks.
 	LimitList(ctx context.Context, p LimitListParams) ([]LimitRow, error)
+	// KeyStartInsertMany records a claim at startedAt for each of keys.
+	KeyStartInsertMany(ctx context.Context, keys []string, startedAt time.Time) error
+	// KeyStartsSince returns the starts after since, oldest first.
+	KeyStartsSince(ctx context.Context, since time.Time) ([]KeyStartRow, error)
+	// KeyStartsPrune deletes the starts at or before before and reports
+	// how many.
+	KeyStartsPrune(ctx context.Context, before time.Time) (int, error)
 }
 
 // PrincipalRow is one row of cks_principals.

@@ -29,11 +29,13 @@ func limitResource(name string) (string, error) {
 var SetLimit = define(cks.OpSetLimit, &Op[cks.LimitInput, cks.Limit]{
 	spec: Spec{
 		Title:   "Set concurrency limit",
-		Summary: "create or replace a concurrency limit on task keys",
-		Description: "Create the limit named name, or replace its pattern and max_running. From its commit on, no claim " +
-			"hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or RUNNING " +
-			"tasks; attempts already running are counted, never stopped. A pattern another limit has is refused. " +
-			"Answers the limit." + limitNote + " Needs control on /limits/NAME.",
+		Summary: "create or replace a concurrency or rate limit on task keys",
+		Description: "Create the limit named name, or replace its pattern, max_running, starts and interval. From its commit " +
+			"on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or " +
+			"RUNNING tasks, or while starts tasks holding that key were claimed in the last interval (a sliding window: a " +
+			"task is claimable again the moment the oldest start leaves it, and waiting claims are woken then); attempts " +
+			"already running are counted, never stopped. max_running, or starts with interval, or both. A pattern another " +
+			"limit has is refused. Answers the limit." + limitNote + " Needs control on /limits/NAME.",
 		Permission: auth.PermControl, Resource: auth.ResourceLimits + "/{name}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
@@ -53,8 +55,9 @@ var ListLimits = define(cks.OpListLimits, &Op[struct{}, cks.LimitList]{
 		Title:   "List concurrency limits",
 		Summary: "the concurrency limits, each with its keys held now",
 		Description: "List the limits, by name, under \"limits\": name, pattern, max_running, created_by, created_at, " +
-			"updated_at; keys, the keys it governs that are held now with how many tasks hold each (the most held first, " +
-			"at most 20); held, how many such keys; saturated, how many are at the cap." + limitNote + " Needs read on /limits.",
+			"updated_at, starts and interval (a rate limit); keys, the keys it governs that are held now or were claimed in " +
+			"the rate window, with how many tasks hold each (running) and were claimed in the window (started), the most " +
+			"held first, at most 20; held, how many such keys; saturated, how many are at the cap or the rate." + limitNote + " Needs read on /limits.",
 		Permission: auth.PermRead, Resource: auth.ResourceLimits,
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
 	},

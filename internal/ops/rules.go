@@ -226,7 +226,12 @@ var declared = map[reflect.Type]fields{
 	typeOf[cks.LimitInput](): {"name": limitName,
 		"pattern": {nonEmpty: true, maxLen: cks.MaxConcurrencyKeyLen, pattern: cks.LimitPatternPattern,
 			is: func(s string) error { return cks.LimitInput{Name: "x", Pattern: s, MaxRunning: 1}.Validate() }},
-		"max_running": num(1, cks.MaxLimitRunning, nil)},
+		"max_running": num(0, cks.MaxLimitRunning, nil),
+		"starts":      num(0, cks.MaxLimitRunning, nil),
+		"interval": {maxLen: 32, is: func(s string) error {
+			_, err := cks.LimitInput{Interval: cks.Duration(s)}.IntervalDuration()
+			return err
+		}}},
 	typeOf[cks.LimitNameInput]():   {"name": limitName},
 	typeOf[cks.CheckStoredInput](): {"what": oneOf(cks.StoredKinds[:]...), "cursor": from(0).with("an id")},
 }

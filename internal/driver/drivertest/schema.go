@@ -171,7 +171,8 @@ func (s Scratch) want(t testing.TB, db DB, what, q string, want ...string) {
 // a task's lease (issue 41), the paused task types, the index of the delayed
 // tasks, the attempt timeout, the expiry and their indexes, the schedules
 // (their table and key), the concurrency keys, their index and the limits
-// (their table, key and pattern index; issue 42); and for what was retired since (Retired,
+// (their table, key and pattern index) and the starts of rate-limited
+// keys (their table, key and index; issue 42); and for what was retired since (Retired,
 // Added, and the index of parents, read by no query).
 func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 	old, fresh := Diff(s.Schema(t, s.From(t, "first_backend_schema.sql").Name), s.Fresh(t))
@@ -191,7 +192,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_paused_types|", "constraint|cks_paused_types|", "index|cks_paused_types_", "index|sqlite_autoindex_cks_paused_types_",
 		"column|cks_schedules|", "constraint|cks_schedules|", "index|cks_schedules_", "index|sqlite_autoindex_cks_schedules_",
 		"column|cks_outbox_tasks|concurrency_keys|", "index|idx_outbox_tasks_keys_held|",
-		"column|cks_limits|", "constraint|cks_limits|", "index|cks_limits_", "index|sqlite_autoindex_cks_limits_", "index|idx_limits_pattern|"}, s.Added...)...)
+		"column|cks_limits|", "constraint|cks_limits|", "index|cks_limits_", "index|sqlite_autoindex_cks_limits_", "index|idx_limits_pattern|",
+		"column|cks_key_starts|", "constraint|cks_key_starts|", "index|cks_key_starts_", "index|idx_key_starts_at|"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))

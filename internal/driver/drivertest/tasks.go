@@ -593,6 +593,28 @@ func Tasks(t *testing.T, newDB NewDB) {
 			}
 		}
 		must(t, "limit delete", func() error { _, err := ex.LimitDelete(ctx, "b"); return err }())
+		// The starts of rate-limited keys: since a time, oldest first;
+		// pruned up to a time.
+		must(t, "key starts", ex.KeyStartInsertMany(ctx, []string{"x", "y"}, sec(10)))
+		must(t, "key starts", ex.KeyStartInsertMany(ctx, []string{"x"}, sec(20)))
+		starts, err := ex.KeyStartsSince(ctx, sec(10))
+		must(t, "key starts since", err)
+		if len(starts) != 1 || starts[0].Key != "x" || !starts[0].StartedAt.Equal(sec(20)) {
+			t.Fatalf("starts since 10 = %+v, want x at 20", starts)
+		}
+		if n, err := ex.KeyStartsPrune(ctx, sec(10)); err != nil || n != 2 {
+			t.Fatalf("prune up to 10 = %d, %v; want 2", n, err)
+		}
+		if starts, err := ex.KeyStartsSince(ctx, sec(0)); err != nil || len(starts) != 1 {
+			t.Fatalf("starts after the prune = %+v, %v", starts, err)
+		}
+		must(t, "rate limit put", ex.LimitPut(ctx, driver.LimitRow{Name: "r", Pattern: "r", Starts: 60, IntervalMs: 60000, CreatedAt: sec(1), UpdatedAt: sec(1)}))
+		list, err := ex.LimitList(ctx, driver.LimitListParams{})
+		must(t, "limit list", err)
+		if len(list) != 1 || list[0].Starts != 60 || list[0].IntervalMs != 60000 {
+			t.Fatalf("rate limit read back = %+v", list)
+		}
+		must(t, "limit delete", func() error { _, err := ex.LimitDelete(ctx, "r"); return err }())
 		// Without limits, the claim takes keyed tasks again.
 		if g := claim(driver.TaskClaimParams{}, "h7", "h8"); !slices.Equal(g, []int64{got[2]}) {
 			t.Fatalf("claim without limits = %v, want %d", g, got[2])

@@ -68,6 +68,8 @@ func limitRowOf(r dbsqlc.CksLimit) driver.LimitRow {
 		CreatedBy:  r.CreatedBy,
 		CreatedAt:  driver.Time(r.CreatedAt),
 		UpdatedAt:  driver.Time(r.UpdatedAt),
+		Starts:     int(r.Starts),
+		IntervalMs: r.IntervalMs,
 	}
 }
 
@@ -321,6 +323,14 @@ func forkRowOf(r dbsqlc.ForkListRow) driver.ForkRow {
 	}
 }
 
+// keyStartRowOf reads a dbsqlc.KeyStartsSinceRow as a driver.KeyStartRow.
+func keyStartRowOf(r dbsqlc.KeyStartsSinceRow) driver.KeyStartRow {
+	return driver.KeyStartRow{
+		Key:       r.Key,
+		StartedAt: driver.Time(r.StartedAt),
+	}
+}
+
 // livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
 func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
 	return driver.LivenessKindCount{
@@ -535,6 +545,8 @@ func limitPutParams(p driver.LimitRow) dbsqlc.LimitPutParams {
 		CreatedBy:  p.CreatedBy,
 		CreatedAt:  driver.Time(p.CreatedAt),
 		UpdatedAt:  driver.Time(p.UpdatedAt),
+		Starts:     int32(p.Starts),
+		IntervalMs: p.IntervalMs,
 	}
 }
 
@@ -1554,6 +1566,25 @@ func eachGrantListAll(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Cks
 	return rows.Err()
 }
 
+// eachKeyStartsSince runs dbsqlc's KeyStartsSince, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachKeyStartsSince(ctx context.Context, db dbsqlc.DBTX, since time.Time, each func(*dbsqlc.KeyStartsSinceRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.KeyStartsSince, since)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.KeyStartsSinceRow
+	dest := []any{&i.Key, &i.StartedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachLimitList runs dbsqlc's LimitList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachLimitList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksLimit)) error {
@@ -1563,7 +1594,7 @@ func eachLimitList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksLim
 	}
 	defer rows.Close()
 	var i dbsqlc.CksLimit
-	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt}
+	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1582,7 +1613,7 @@ func eachLimitListForUpdate(ctx context.Context, db dbsqlc.DBTX, each func(*dbsq
 	}
 	defer rows.Close()
 	var i dbsqlc.CksLimit
-	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt}
+	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -3644,6 +3675,34 @@ func (e *executor) LimitList(ctx context.Context, p driver.LimitListParams) ([]d
 		return nil, mapErr("limit list", err)
 	}
 	return out, nil
+}
+
+// KeyStartInsertMany implements driver.Executor with dbsqlc's KeyStartInsertMany.
+func (e *executor) KeyStartInsertMany(ctx context.Context, keys []string, startedAt time.Time) error {
+	return mapErr("key start insert many", e.d.q.KeyStartInsertMany(ctx, e.db, dbsqlc.KeyStartInsertManyParams{
+		Keys:      nonNil(keys),
+		StartedAt: driver.Time(startedAt),
+	}))
+}
+
+// KeyStartsSince implements driver.Executor with dbsqlc's KeyStartsSince.
+func (e *executor) KeyStartsSince(ctx context.Context, since time.Time) ([]driver.KeyStartRow, error) {
+	out := []driver.KeyStartRow{}
+	add := func(r *dbsqlc.KeyStartsSinceRow) { out = append(out, keyStartRowOf(*r)) }
+	err := eachKeyStartsSince(ctx, e.db, driver.Time(since), add)
+	if err != nil {
+		return nil, mapErr("key starts since", err)
+	}
+	return out, nil
+}
+
+// KeyStartsPrune implements driver.Executor with dbsqlc's KeyStartsPrune.
+func (e *executor) KeyStartsPrune(ctx context.Context, before time.Time) (int, error) {
+	x, err := e.d.q.KeyStartsPrune(ctx, e.db, driver.Time(before))
+	if err != nil {
+		return 0, mapErr("key starts prune", err)
+	}
+	return int(x), nil
 }
 
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.

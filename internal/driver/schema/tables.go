@@ -24,6 +24,7 @@ func Tables() []Table {
 		sweeperPasses(),
 		pausedTypes(),
 		limits(),
+		keyStarts(),
 		leaders(),
 		schedules(),
 		objects(),
@@ -530,10 +531,30 @@ func limits() Table {
 			textOr("created_by"),
 			at("created_at"),
 			at("updated_at"),
+			// A rate limit: at most starts claims per key in any interval
+			// (0, 0: none).
+			{Name: "starts", Type: Int, NotNull: true, Default: Zero},
+			{Name: "interval_ms", Type: BigInt, NotNull: true, Default: Zero},
 		},
 		// A key's limit is its most specific pattern's: two limits of one
 		// pattern would leave it to chance.
 		Indexes: []Index{{Name: "idx_limits_pattern", Unique: true, Keys: []Key{K("pattern")}}},
+	}
+}
+
+func keyStarts() Table {
+	return Table{
+		// Issue 42: one row per claim of a task for each of its keys that a
+		// rate limit governs (starts per interval), written by the keyed
+		// claim; the keyed claim reads those of the longest interval and
+		// deletes the older ones.
+		Name: "cks_key_starts",
+		Columns: []Column{
+			pk("start_id"),
+			text("key"),
+			at("started_at"),
+		},
+		Indexes: []Index{{Name: "idx_key_starts_at", Keys: []Key{K("started_at")}}},
 	}
 }
 

@@ -127,6 +127,8 @@ func limitRowOf(r dbsqlc.CksLimit) (driver.LimitRow, error) {
 		CreatedBy:  r.CreatedBy,
 		CreatedAt:  createdAt,
 		UpdatedAt:  updatedAt,
+		Starts:     int(r.Starts),
+		IntervalMs: r.IntervalMs,
 	}, nil
 }
 
@@ -664,6 +666,30 @@ func transitionRowsOf(rows []dbsqlc.CksTransitionLog) ([]driver.TransitionRow, e
 	return out, nil
 }
 
+// keyStartRowOf reads a dbsqlc.KeyStartsSinceRow as a driver.KeyStartRow.
+func keyStartRowOf(r dbsqlc.KeyStartsSinceRow) (driver.KeyStartRow, error) {
+	startedAt, err := parseTime(r.StartedAt)
+	if err != nil {
+		return driver.KeyStartRow{}, fmt.Errorf("KeyStartRow StartedAt: %w", err)
+	}
+	return driver.KeyStartRow{
+		Key:       r.Key,
+		StartedAt: startedAt,
+	}, nil
+}
+
+// keyStartRowsOf reads rows with keyStartRowOf.
+func keyStartRowsOf(rows []dbsqlc.KeyStartsSinceRow) ([]driver.KeyStartRow, error) {
+	out := make([]driver.KeyStartRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = keyStartRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // livenessKindCountOf reads a dbsqlc.LivenessCountByKindRow as a driver.LivenessKindCount.
 func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCount {
 	return driver.LivenessKindCount{
@@ -841,6 +867,8 @@ func limitPutParams(p driver.LimitRow) dbsqlc.LimitPutParams {
 		CreatedBy:  p.CreatedBy,
 		CreatedAt:  fmtTime(p.CreatedAt),
 		UpdatedAt:  fmtTime(p.UpdatedAt),
+		Starts:     int64(p.Starts),
+		IntervalMs: p.IntervalMs,
 	}
 }
 
@@ -2217,6 +2245,29 @@ func (e *executor) LimitList(ctx context.Context, p driver.LimitListParams) ([]d
 		return nil, mapErr("limit list", err)
 	}
 	return limitRowsOf(x)
+}
+
+// KeyStartsSince implements driver.Executor with dbsqlc's KeyStartsSince.
+func (e *executor) KeyStartsSince(ctx context.Context, since time.Time) ([]driver.KeyStartRow, error) {
+	x, err := e.d.q.KeyStartsSince(ctx, e.read, fmtTime(since))
+	if err != nil {
+		return nil, mapErr("key starts since", err)
+	}
+	return keyStartRowsOf(x)
+}
+
+// KeyStartsPrune implements driver.Executor with dbsqlc's KeyStartsPrune.
+func (e *executor) KeyStartsPrune(ctx context.Context, before time.Time) (int, error) {
+	var out int
+	err := e.write(ctx, "key starts prune", func(w *wtx) error {
+		x, err := e.d.q.KeyStartsPrune(ctx, w, fmtTime(before))
+		if err != nil {
+			return mapErr("key starts prune", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
 }
 
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.

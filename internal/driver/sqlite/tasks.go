@@ -441,3 +441,20 @@ func (e *executor) TaskTypesHeld(ctx context.Context) ([]string, error) {
 	types, err := e.d.q.TaskTypesHeld(ctx, e.read)
 	return types, mapErr("task types held", err)
 }
+
+// KeyStartInsertMany implements driver.LimitExecutor with one prepared
+// insert per key, in one write of the one writer.
+func (e *executor) KeyStartInsertMany(ctx context.Context, keys []string, startedAt time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	return e.write(ctx, "key start insert", func(w *wtx) error {
+		at := w.times.nonNull(startedAt)
+		for _, k := range keys {
+			if err := e.d.q.KeyStartInsert(ctx, w, dbsqlc.KeyStartInsertParams{Key: k, StartedAt: at}); err != nil {
+				return mapErr("key start insert", err)
+			}
+		}
+		return nil
+	})
+}

@@ -124,6 +124,7 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 	}
 	single = single && !keyed
 	noLimits := false
+	var rateFree time.Time // when a key full at its rate next frees a start
 	// owner is the call and token of each lease hash.
 	type owner struct{ call, token int }
 	err = s.writeWith(ctx, driver.TxOptions{Single: single}, func(ctx context.Context, ex driver.Executor, now time.Time) error {
@@ -138,7 +139,7 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 		var caps *keyCaps
 		if keyed {
 			var err error
-			if caps, err = readKeyCaps(ctx, ex, driver.LockUpdate); err != nil {
+			if caps, err = readKeyCaps(ctx, ex, driver.LockUpdate, now, true); err != nil {
 				return err
 			}
 			if noLimits = len(caps.limits) == 0; noLimits {
@@ -225,14 +226,20 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 					LeaseToken: batch[o.call].In.tokens[o.token]})
 			}
 		}
+		if caps != nil {
+			rateFree = caps.nextFree()
+		}
 		return groupcommit.Abandoned(batch)
 	})
 	if err != nil {
 		for _, i := range live {
 			out[i] = groupcommit.Result[[]cks.ClaimedTask]{Err: err}
 		}
-	} else if noLimits && !s.serial {
-		s.noteLimits(false, s.clock.Now())
+	} else {
+		if noLimits && !s.serial {
+			s.noteLimits(false, s.clock.Now())
+		}
+		s.noteRateFree(rateFree)
 	}
 	return out
 }

@@ -245,6 +245,11 @@ func (r *waitRoom) read() time.Time {
 	if err != nil {
 		return now.Add(roomRetry)
 	}
+	// A key full at its rate frees a start then: its tasks are due but
+	// not claimable until it does (noteRateFree).
+	if free := r.s.rateFree(now); !free.IsZero() && (next.IsZero() || free.Before(next)) {
+		next = free
+	}
 	left := make(map[string]int, len(due)) // due tasks per type not yet promised to a waiter
 	known := roomKnows{valid: true, at: now, due: make(map[string]bool, len(due)), next: next}
 	total := 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -86,49 +87,104 @@ func (s *Service) noteLimits(exist bool, now time.Time) {
 	}
 }
 
+// noteRateFree records that a key full at its rate frees a start at t
+// (zero: none), when that is sooner than the time known: the waiting room
+// then reads again at t, so that the claims waiting for such a key's tasks
+// are woken when its budget frees, not by polling.
+func (s *Service) noteRateFree(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	for {
+		cur := s.rateFreeAt.Load()
+		if cur != 0 && cur > s.clock.Now().UnixNano() && cur <= t.UnixNano() {
+			return
+		}
+		if s.rateFreeAt.CompareAndSwap(cur, t.UnixNano()) {
+			s.room.poke()
+			return
+		}
+	}
+}
+
+// rateFree is when the waiting room should read again for a key full at
+// its rate (zero: none, or past).
+func (s *Service) rateFree(now time.Time) time.Time {
+	ns := s.rateFreeAt.Load()
+	if ns == 0 || ns <= now.UnixNano() {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
 // forgetLimits makes the next claim look for limits again (a limit
 // changed: TopicFlowControl).
 func (s *Service) forgetLimits() { s.limitsUnseenUntil.Store(0) }
 
-// keyCaps is what the keyed claim knows of the keys in its transaction:
-// the limits, and per key its cap (0: no limit governs it) and its holders.
+// keyCaps is what the keyed claim knows of the keys in its transaction at
+// now: the limits, per key its governing limit, its holders, and the
+// starts of the keys a rate limit governs within the longest interval.
 type keyCaps struct {
-	limits []cks.Limit
-	caps   map[string]int
-	held   map[string]int
+	now       time.Time
+	limits    []cks.Limit
+	intervals []time.Duration // of limits[i]; 0 without a rate limit
+	gov       map[string]int  // key → index in limits, -1 for none
+	held      map[string]int
+	started   map[string][]time.Time // oldest first
 }
 
-// capOf is the cap of key: its most specific limit's MaxRunning, 0 when no
-// limit matches it.
-func (k *keyCaps) capOf(key string) int {
-	if c, ok := k.caps[key]; ok {
-		return c
+// governor is the index of the limit that governs key (-1: none): its
+// most specific.
+func (k *keyCaps) governor(key string) int {
+	if g, ok := k.gov[key]; ok {
+		return g
 	}
-	c := 0
-	if g := k.governor(key); g != nil {
-		c = g.MaxRunning
-	}
-	k.caps[key] = c
-	return c
-}
-
-// governor is the limit that governs key (nil: none).
-func (k *keyCaps) governor(key string) *cks.Limit {
-	var best *cks.Limit
+	best := -1
 	for i := range k.limits {
-		l := &k.limits[i]
-		if l.Matches(key) && (best == nil || l.MoreSpecific(*best)) {
-			best = l
+		if l := k.limits[i]; l.Matches(key) && (best < 0 || l.MoreSpecific(k.limits[best])) {
+			best = i
 		}
 	}
+	k.gov[key] = best
 	return best
 }
 
-// saturated lists the held keys at their cap.
+// inWindow is how many of key's starts are inside its rate limit's
+// window (g: its governor), and the oldest of them.
+func (k *keyCaps) inWindow(key string, g int) []time.Time {
+	ts := k.started[key]
+	from := k.now.Add(-k.intervals[g])
+	i, _ := slices.BinarySearchFunc(ts, from, func(t, from time.Time) int {
+		if t.After(from) {
+			return 1
+		}
+		return -1
+	})
+	return ts[i:]
+}
+
+// full reports whether key may not be claimed now: its holders are at its
+// limit's cap, or its starts in the window at its rate.
+func (k *keyCaps) full(key string) bool {
+	g := k.governor(key)
+	if g < 0 {
+		return false
+	}
+	l := k.limits[g]
+	return (l.MaxRunning > 0 && k.held[key] >= l.MaxRunning) ||
+		(l.Starts > 0 && len(k.inWindow(key, g)) >= l.Starts)
+}
+
+// saturated lists the keys held or started that are full.
 func (k *keyCaps) saturated() []string {
 	var out []string
-	for key, n := range k.held {
-		if c := k.capOf(key); c > 0 && n >= c {
+	for key := range k.held {
+		if k.full(key) {
+			out = append(out, key)
+		}
+	}
+	for key := range k.started {
+		if _, held := k.held[key]; !held && k.full(key) {
 			out = append(out, key)
 		}
 	}
@@ -136,35 +192,64 @@ func (k *keyCaps) saturated() []string {
 	return out
 }
 
-// fits reports whether a task with keys may be claimed now: every key
-// governed by a limit has room.
+// fits reports whether a task with keys may be claimed now: none of its
+// keys is full.
 func (k *keyCaps) fits(keys []string) bool {
-	for _, key := range keys {
-		if c := k.capOf(key); c > 0 && k.held[key] >= c {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(keys, k.full)
 }
 
-// take counts keys as held by one more task.
-func (k *keyCaps) take(keys []string) {
+// take counts keys as held, and started now, by one more task; it returns
+// those a rate limit governs (their starts to record).
+func (k *keyCaps) take(keys []string) (rated []string) {
 	for _, key := range keys {
 		k.held[key]++
+		if g := k.governor(key); g >= 0 && k.limits[g].Starts > 0 {
+			k.started[key] = append(k.started[key], k.now)
+			rated = append(rated, key)
+		}
 	}
+	return rated
 }
 
-// readKeyCaps reads the limits (locked: the keyed claims of every hub take
-// turns, each counting the holders the one before it committed) and the
-// keys held now, in ex's transaction.
-func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock) (*keyCaps, error) {
+// nextFree is when the first key full at its rate frees a start (its
+// oldest start in the window that must leave, plus the interval); zero
+// when none is.
+func (k *keyCaps) nextFree() time.Time {
+	var next time.Time
+	for key := range k.started {
+		g := k.governor(key)
+		if g < 0 || k.limits[g].Starts == 0 {
+			continue
+		}
+		ts := k.inWindow(key, g)
+		if over := len(ts) - k.limits[g].Starts; over >= 0 {
+			if at := ts[over].Add(k.intervals[g]); next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+	}
+	return next
+}
+
+// readKeyCaps reads, in ex's transaction at now, the limits (locked: the
+// keyed claims of every hub take turns, each counting the holders and
+// starts the one before it committed), the keys held, and the starts
+// within the longest rate interval; with prune (a claim's write), it
+// deletes the starts older than that first.
+func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock, now time.Time, prune bool) (*keyCaps, error) {
 	rows, err := ex.LimitList(ctx, driver.LimitListParams{Lock: lock})
 	if err != nil {
 		return nil, err
 	}
-	k := &keyCaps{limits: make([]cks.Limit, len(rows)), caps: map[string]int{}, held: map[string]int{}}
+	k := &keyCaps{now: now, limits: make([]cks.Limit, len(rows)), intervals: make([]time.Duration, len(rows)),
+		gov: map[string]int{}, held: map[string]int{}, started: map[string][]time.Time{}}
+	var longest time.Duration
 	for i, r := range rows {
 		k.limits[i] = toLimit(r)
+		if r.Starts > 0 {
+			k.intervals[i] = time.Duration(r.IntervalMs) * time.Millisecond
+			longest = max(longest, k.intervals[i])
+		}
 	}
 	if len(rows) == 0 {
 		return k, nil
@@ -178,7 +263,24 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock) (*ke
 		if err != nil {
 			return nil, err
 		}
-		k.take(keys)
+		for _, key := range keys {
+			k.held[key]++
+		}
+	}
+	if longest > 0 {
+		since := now.Add(-longest)
+		if prune {
+			if _, err := ex.KeyStartsPrune(ctx, since); err != nil {
+				return nil, err
+			}
+		}
+		starts, err := ex.KeyStartsSince(ctx, since)
+		if err != nil {
+			return nil, err
+		}
+		for _, st := range starts {
+			k.started[st.Key] = append(k.started[st.Key], st.StartedAt)
+		}
 	}
 	return k, nil
 }
@@ -193,7 +295,10 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock) (*ke
 // capped key never blocks the tasks of other keys behind it.
 func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
 	want := min(p.Limit, len(p.Leases))
-	var ids []int64
+	var (
+		ids   []int64
+		rated []string // the keys of the chosen tasks a rate limit governs
+	)
 	seen := map[int64]bool{}
 	for len(ids) < want {
 		sel := p.TaskClaimableParams
@@ -220,7 +325,7 @@ func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.Ta
 				passed = true
 				continue
 			}
-			k.take(keys)
+			rated = append(rated, k.take(keys)...)
 			ids = append(ids, r.ID)
 		}
 		// Done when the read ran dry, or passed nothing over (another
@@ -233,7 +338,18 @@ func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.Ta
 		return nil, nil
 	}
 	p.IDs = ids
-	return ex.TaskClaim(ctx, p)
+	claimed, err := ex.TaskClaim(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(claimed) != len(ids) {
+		// Locked by this transaction's read, so every one is claimed.
+		return nil, fmt.Errorf("keyed claim: %d of the %d tasks chosen were claimed", len(claimed), len(ids))
+	}
+	if err := ex.KeyStartInsertMany(ctx, rated, k.now); err != nil {
+		return nil, err
+	}
+	return claimed, nil
 }
 
 // SetLimitParams are set_limit's: the limit and who sets it.
@@ -258,8 +374,9 @@ func (s *Service) SetLimit(ctx context.Context, p SetLimitParams) (cks.Limit, er
 		if err != nil {
 			return err
 		}
+		interval, _ := p.IntervalDuration() // validated
 		r := driver.LimitRow{Name: p.Name, Pattern: p.Pattern, MaxRunning: p.MaxRunning, CreatedBy: p.Actor,
-			CreatedAt: now, UpdatedAt: now}
+			CreatedAt: now, UpdatedAt: now, Starts: p.Starts, IntervalMs: interval.Milliseconds()}
 		for _, o := range rows {
 			switch {
 			case o.Name == p.Name:
@@ -312,29 +429,40 @@ func (s *Service) Limits(ctx context.Context) (cks.LimitList, error) {
 	var k *keyCaps
 	err := s.read(ctx, func(ctx context.Context, ex driver.Executor) error {
 		var err error
-		k, err = readKeyCaps(ctx, ex, driver.LockNone)
+		k, err = readKeyCaps(ctx, ex, driver.LockNone, s.clock.Now(), false)
 		return err
 	})
 	if err != nil {
 		return cks.LimitList{}, err
 	}
 	out := cks.LimitList{Limits: make([]cks.LimitStatus, len(k.limits))}
-	idx := map[string]int{}
 	for i, l := range k.limits {
 		out.Limits[i] = cks.LimitStatus{Limit: l, Keys: []cks.KeyRunning{}}
-		idx[l.Name] = i
 	}
-	for key, n := range k.held {
+	keys := slices.Collect(maps.Keys(k.held))
+	for key := range k.started {
+		if _, ok := k.held[key]; !ok {
+			keys = append(keys, key)
+		}
+	}
+	for _, key := range keys {
 		g := k.governor(key)
-		if g == nil {
+		if g < 0 {
 			continue
 		}
-		st := &out.Limits[idx[g.Name]]
+		kr := cks.KeyRunning{Key: key, Running: k.held[key]}
+		if k.limits[g].Starts > 0 {
+			kr.Started = len(k.inWindow(key, g))
+		}
+		if kr.Running == 0 && kr.Started == 0 {
+			continue
+		}
+		st := &out.Limits[g]
 		st.Held++
-		if n >= g.MaxRunning {
+		if k.full(key) {
 			st.Saturated++
 		}
-		st.Keys = append(st.Keys, cks.KeyRunning{Key: key, Running: n})
+		st.Keys = append(st.Keys, kr)
 	}
 	for i := range out.Limits {
 		keys := out.Limits[i].Keys
@@ -350,6 +478,10 @@ func (s *Service) Limits(ctx context.Context) (cks.LimitList, error) {
 }
 
 func toLimit(r driver.LimitRow) cks.Limit {
-	return cks.Limit{Name: r.Name, Pattern: r.Pattern, MaxRunning: r.MaxRunning, CreatedBy: r.CreatedBy,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	l := cks.Limit{Name: r.Name, Pattern: r.Pattern, MaxRunning: r.MaxRunning, CreatedBy: r.CreatedBy,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Starts: r.Starts}
+	if r.Starts > 0 {
+		l.Interval = cks.Duration(cks.FormatDuration(time.Duration(r.IntervalMs) * time.Millisecond))
+	}
+	return l
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/backend/backendtest"
+	"github.com/cks-dev/cks/internal/base/clock"
+	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/service/ledger"
 	"github.com/cks-dev/cks/internal/waitfor"
 )
@@ -165,6 +167,11 @@ func TestLimitRefusals(t *testing.T) {
 			{cks.LimitInput{Name: "a", Pattern: strings.Repeat("k", 10<<10), MaxRunning: 1}, "pattern"},
 			{cks.LimitInput{Name: "a", Pattern: "x", MaxRunning: 0}, "max_running"},
 			{cks.LimitInput{Name: "a", Pattern: "x", MaxRunning: -3}, "max_running"},
+			{cks.LimitInput{Name: "a", Pattern: "x", Starts: 3}, "interval"},
+			{cks.LimitInput{Name: "a", Pattern: "x", Starts: 3, Interval: "500ms"}, "interval"},
+			{cks.LimitInput{Name: "a", Pattern: "x", Starts: 3, Interval: "soon"}, "interval"},
+			{cks.LimitInput{Name: "a", Pattern: "x", MaxRunning: 1, Interval: "1m"}, "starts"},
+			{cks.LimitInput{Name: "a", Pattern: "x", Starts: -1, Interval: "1m"}, "starts"},
 			{cks.LimitInput{Name: "a", Pattern: "openai:*", MaxRunning: 1}, "pattern"}, // openai's
 		} {
 			_, err := s.Tasks.SetLimit(ctx, ledger.SetLimitParams{LimitInput: c.in, Actor: "ops"})
@@ -284,5 +291,106 @@ func TestConcurrencyLimitExact(t *testing.T) {
 			t.Fatalf("completed: %d in the ledger, %d by the workers, %v; want %d", n, done.Load(), err, nTasks)
 		}
 		t.Logf("max held per key (workers, sampled over %d reads): %v, %v", samples, maxSeen, sampled)
+	})
+}
+
+// TestRateLimit (both backends, two handles on one database as two hubs,
+// one fake clock): a limit of 3 starts a minute lets 3 tasks of a key be
+// claimed in any minute, across hubs — a fourth is not claimed even with
+// every attempt done, while a task of another key is; the window slides
+// (at the first start plus the interval exactly, the next three are
+// claimable); a claim waiting for the key is answered when the budget
+// frees, by the waiting room's timer (no notification comes then); over a
+// steady backlog every window is used to the full; list_limits counts the
+// starts in the window.
+func TestRateLimit(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
+		s, hub2 := open(t, driver.WithClock(c)), open(t, driver.WithClock(c))
+		ctx := context.Background()
+		if _, err := s.Tasks.SetLimit(ctx, ledger.SetLimitParams{Actor: "ops",
+			LimitInput: cks.LimitInput{Name: "api", Pattern: "api", Starts: 3, Interval: "1m"}}); err != nil {
+			t.Fatal(err)
+		}
+		var api []cks.Task
+		for range 20 {
+			api = append(api, backendtest.MustEnqueue(t, s, cks.NewTask{Priority: 5, ConcurrencyKeys: []string{"api"}}))
+		}
+		other := backendtest.MustEnqueue(t, s, cks.NewTask{ConcurrencyKeys: []string{"other"}})
+		claimed := 0
+		claimDone := func(on *backend.Backend, want int) []int64 {
+			t.Helper()
+			got, err := on.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 10, Lease: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var apiIDs []int64
+			for _, g := range got {
+				if g.ID != other.ID {
+					apiIDs = append(apiIDs, g.ID)
+				}
+				if _, err := on.Tasks.Complete(ctx, g.ID, g.LeaseToken, false, "done"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if len(apiIDs) != want {
+				t.Fatalf("at %s: claimed %d tasks of api, want %d", c.Now().Sub(backendtest.T0), len(apiIDs), want)
+			}
+			claimed += len(apiIDs)
+			return apiIDs
+		}
+		got, err := s.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 10, Lease: time.Hour})
+		if err != nil || len(got) != 4 || got[3].ID != other.ID {
+			t.Fatalf("first claim: %v, %v; want three of api and the other key's task", ids(got), err)
+		}
+		for _, g := range got {
+			if _, err := s.Tasks.Complete(ctx, g.ID, g.LeaseToken, false, "done"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claimed = 3
+		claimDone(hub2, 0) // every attempt ended: the rate, not a cap, holds them
+		st, err := hub2.Tasks.Limits(ctx)
+		if err != nil || len(st.Limits) != 1 || st.Limits[0].Interval != "1m" || st.Limits[0].Saturated != 1 ||
+			len(st.Limits[0].Keys) != 1 || st.Limits[0].Keys[0] != (cks.KeyRunning{Key: "api", Started: 3}) {
+			t.Fatalf("limits: %+v, %v", st, err)
+		}
+		c.Advance(time.Minute - time.Millisecond)
+		claimDone(s, 0)
+
+		// A waiting claim on the other hub: its timer is the budget's.
+		armed := c.Armed()
+		done := waitingClaim(ctx, hub2, ledger.ClaimParams{Worker: "waiter", N: 10, Wait: ledger.MaxClaimWait, Lease: time.Hour})
+		if err := armedWithin(c, armed+2); err != nil {
+			t.Fatalf("the claim's deadline and the room's timer for the rate: %v", err)
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("claim answered before the budget freed: %v, %v", ids(r.tasks), r.err)
+		default:
+		}
+		c.Advance(time.Millisecond)
+		r := answer(t, "the waiter of the rate-limited key", done)
+		if r.err != nil || len(r.tasks) != 3 {
+			t.Fatalf("waiter: %v, %v; want 3 tasks of api", ids(r.tasks), r.err)
+		}
+		claimed += 3
+		for _, g := range r.tasks {
+			if _, err := hub2.Tasks.Complete(ctx, g.ID, g.LeaseToken, false, "done"); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		// A steady backlog: each minute, claims on both hubs take exactly
+		// the three starts the window frees.
+		for range 4 {
+			claimDone(s, 0)
+			c.Advance(time.Minute)
+			claimDone(hub2, 3)
+			claimDone(s, 0)
+		}
+		if claimed != 18 {
+			t.Fatalf("%d tasks of api claimed over 6 windows, want 18", claimed)
+		}
 	})
 }

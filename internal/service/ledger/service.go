@@ -46,6 +46,10 @@ type Service struct {
 	// that found none holds (limitsMayExist).
 	limitsSeen        atomic.Bool
 	limitsUnseenUntil atomic.Int64
+	// rateFreeAt (Unix ns, 0: none) is when a key full at its rate limit
+	// next frees a start, as this process's keyed claims last found
+	// (noteRateFree): the waiting room's timer.
+	rateFreeAt atomic.Int64
 	// nextDeadline (Unix ns, 0: none) is the next attempt deadline the
 	// last TimeOutAttempts found (NextAttemptDeadline).
 	nextDeadline atomic.Int64

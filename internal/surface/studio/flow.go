@@ -49,7 +49,8 @@ type limitRow struct {
 	Refused string
 }
 
-// keyBar is one key held under a limit: Percent of the cap, 0 to 100.
+// keyBar is one key held (or started, under a rate) under a limit:
+// Percent of the cap, 0 to 100; Full at the cap or the rate.
 type keyBar struct {
 	cks.KeyRunning
 	Percent int
@@ -197,8 +198,11 @@ func (s *server) limits(r *http.Request) (limitsView, error) {
 	for _, st := range l.Limits {
 		row := limitRow{LimitStatus: st}
 		for _, k := range st.Keys {
-			row.Keys = append(row.Keys, keyBar{KeyRunning: k, Percent: min(100, 100*k.Running/st.MaxRunning),
-				Full: k.Running >= st.MaxRunning})
+			b := keyBar{KeyRunning: k, Full: (st.MaxRunning > 0 && k.Running >= st.MaxRunning) || (st.Starts > 0 && k.Started >= st.Starts)}
+			if st.MaxRunning > 0 {
+				b.Percent = min(100, 100*k.Running/st.MaxRunning)
+			}
+			row.Keys = append(row.Keys, b)
 		}
 		if err := ops.Authorize(ctx, s.ops, ops.DeleteLimit, &cks.LimitNameInput{Name: st.Name}); err != nil {
 			row.Refused = err.Error()

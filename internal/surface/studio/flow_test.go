@@ -248,6 +248,20 @@ func TestFlowPageLimits(t *testing.T) {
 			`<li data-key-running="openai:mini"><code>openai:mini</code> <meter min="0" max="2" value="1" title="1 of 2">50%</meter> 1/2</li>`,
 			`<button type="button" class="button" data-limit-delete="openai">Delete</button>`)
 
+		// A rate limit: the starts in its window, at the rate marked.
+		if code, out := e.call(t, admin, http.MethodPost, "/v1/limits", `{"name":"api","pattern":"api","starts":2,"interval":"1m"}`); code != http.StatusOK {
+			t.Fatalf("set_limit of a rate: %d %s", code, out)
+		}
+		for range 3 {
+			backendtest.MustEnqueue(t, e.b, cks.NewTask{Type: "api", ConcurrencyKeys: []string{"api"}})
+		}
+		if got, err := e.b.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"api"}, N: 5, Lease: time.Hour}); err != nil || len(got) != 2 {
+			t.Fatalf("claim under the rate: %d tasks, %v", len(got), err)
+		}
+		mustContain(t, "a rate limit", fragment(admin), `<tr data-limit-row="api"`, `data-limit-max><span class="idle">no cap</span></td>`,
+			`data-limit-rate>2 per 1m</td>`,
+			`<li data-key-running="api"><code>api</code> 2 running <span data-key-started>2/2 started in 1m</span> <strong>at cap</strong></li>`)
+
 		reader := e.token(t, cks.Grant{Resource: "/", Permission: auth.PermRead})
 		mustContain(t, "a reader's limits", fragment(reader),
 			`data-limit-delete="openai" disabled title="forbidden: principal &#34;viewer&#34; needs control on /limits/openai"`,
@@ -258,6 +272,6 @@ func TestFlowPageLimits(t *testing.T) {
 		}
 		frag = fragment(admin)
 		mustNotContain(t, "after delete", frag, `data-limit-row="openai"`)
-		mustContain(t, "after delete", frag, `data-no-limits`)
+		mustContain(t, "after delete", frag, `data-limit-row="api"`)
 	}})
 }

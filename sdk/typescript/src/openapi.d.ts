@@ -50,13 +50,13 @@ export interface paths {
         };
         /**
          * the concurrency limits, each with its keys held now
-         * @description List the limits, by name, under "limits": name, pattern, max_running, created_by, created_at, updated_at; keys, the keys it governs that are held now with how many tasks hold each (the most held first, at most 20); held, how many such keys; saturated, how many are at the cap. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs read on /limits.
+         * @description List the limits, by name, under "limits": name, pattern, max_running, created_by, created_at, updated_at, starts and interval (a rate limit); keys, the keys it governs that are held now or were claimed in the rate window, with how many tasks hold each (running) and were claimed in the window (started), the most held first, at most 20; held, how many such keys; saturated, how many are at the cap or the rate. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs read on /limits.
          */
         get: operations["list_limits"];
         put?: never;
         /**
-         * create or replace a concurrency limit on task keys
-         * @description Create the limit named name, or replace its pattern and max_running. From its commit on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or RUNNING tasks; attempts already running are counted, never stopped. A pattern another limit has is refused. Answers the limit. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs control on /limits/NAME.
+         * create or replace a concurrency or rate limit on task keys
+         * @description Create the limit named name, or replace its pattern, max_running, starts and interval. From its commit on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or RUNNING tasks, or while starts tasks holding that key were claimed in the last interval (a sliding window: a task is claimable again the moment the oldest start leaves it, and waiting claims are woken then); attempts already running are counted, never stopped. max_running, or starts with interval, or both. A pattern another limit has is refused. Answers the limit. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs control on /limits/NAME.
          */
         post: operations["set_limit"];
         delete?: never;
@@ -1554,6 +1554,8 @@ export interface components {
             key: string;
             /** @description how many CLAIMED or RUNNING tasks hold it now */
             running: number;
+            /** @description how many tasks holding it were claimed in the rate limit's current window */
+            started?: number;
         };
         LeaseBinding: {
             /** @description the task's id */
@@ -1568,12 +1570,16 @@ export interface components {
             created_at: string;
             /** @description who created it */
             created_by?: string;
+            /** @description the rate limit's sliding window (1m); absent for none */
+            interval?: string;
             /** @description how many CLAIMED or RUNNING tasks may hold each key it governs at once */
-            max_running: number;
+            max_running?: number;
             /** @description the limit's name */
             name: string;
             /** @description the keys it caps: a key, or a prefix ending in * (each matching key has its own cap) */
             pattern: string;
+            /** @description a rate limit: how many tasks holding each key it governs may be claimed in any interval; absent for none */
+            starts?: number;
             /** @description when it was last set */
             updated_at: string;
         };
@@ -1584,12 +1590,16 @@ export interface components {
             name: string;
         };
         LimitInput: {
-            /** @description how many CLAIMED or RUNNING tasks may hold each matching key at once (at least 1) */
-            max_running: number;
+            /** @description the rate limit's sliding window, such as 1m or 1h (1s to 24h); with starts */
+            interval?: string;
+            /** @description how many CLAIMED or RUNNING tasks may hold each matching key at once (0 or absent: no cap) */
+            max_running?: number;
             /** @description the limit's name: letters, digits and _ - . : (starting with a letter or digit) */
             name: string;
             /** @description the keys it caps: a key (openai:gpt-5) or a prefix ending in * (openai:*); each matching key has its own cap */
             pattern: string;
+            /** @description how many tasks holding each matching key may be claimed in any interval (0 or absent: no rate limit) */
+            starts?: number;
         };
         LimitList: {
             /** @description every limit, by name */
@@ -1602,16 +1612,20 @@ export interface components {
             created_by?: string;
             /** @description how many keys it governs are held now */
             held: number;
+            /** @description the rate limit's sliding window (1m); absent for none */
+            interval?: string;
             /** @description the keys it governs that are held now, the most held first (at most 20) */
             keys: null | components["schemas"]["KeyRunning"][];
             /** @description how many CLAIMED or RUNNING tasks may hold each key it governs at once */
-            max_running: number;
+            max_running?: number;
             /** @description the limit's name */
             name: string;
             /** @description the keys it caps: a key, or a prefix ending in * (each matching key has its own cap) */
             pattern: string;
             /** @description how many of them are at the cap */
             saturated: number;
+            /** @description a rate limit: how many tasks holding each key it governs may be claimed in any interval; absent for none */
+            starts?: number;
             /** @description when it last changed */
             updated_at: string;
         };
@@ -2499,7 +2513,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description create or replace a concurrency limit on task keys */
+            /** @description create or replace a concurrency or rate limit on task keys */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -66,6 +66,7 @@ var rowOf = map[string]string{
 	"CksSweeperPass":             "SweeperPassRow",
 	"CksPausedType":              "PausedTypeRow",
 	"CksLimit":                   "LimitRow",
+	"KeyStartsSinceRow":          "KeyStartRow",
 	"CksSchedule":                "ScheduleRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
 }

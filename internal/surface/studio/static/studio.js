@@ -939,11 +939,15 @@
     }
     ev.preventDefault();
     const slot = form.querySelector("[data-action-error]");
-    const body = {
-      name: form.elements.name.value.trim(),
-      pattern: form.elements.pattern.value.trim(),
-      max_running: Number(form.elements.max_running.value),
-    };
+    const body = { name: form.elements.name.value.trim(), pattern: form.elements.pattern.value.trim() };
+    for (const f of ["max_running", "starts"]) {
+      if (form.elements[f].value !== "") {
+        body[f] = Number(form.elements[f].value);
+      }
+    }
+    if (form.elements.interval.value.trim() !== "") {
+      body.interval = form.elements.interval.value.trim();
+    }
     if (await flowCall(form.querySelector("[data-limit-set-button]"), slot, "POST", "/v1/limits", body)) {
       form.reset();
     }

@@ -66,6 +66,13 @@ type CksGrant struct {
 	Permission  string
 }
 
+// CksKeyStart is a row of cks_key_starts.
+type CksKeyStart struct {
+	StartID   int64
+	Key       string
+	StartedAt time.Time
+}
+
 // CksLeader is a row of cks_leaders.
 type CksLeader struct {
 	Name      string
@@ -82,6 +89,8 @@ type CksLimit struct {
 	CreatedBy  string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	Starts     int32
+	IntervalMs int64
 }
 
 // CksObject is a row of cks_objects.
@@ -491,12 +500,14 @@ func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassT
 }
 
 const LimitPut = `-- name: LimitPut :exec
-INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (name) DO UPDATE SET
     pattern = excluded.pattern,
     max_running = excluded.max_running,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at,
+    starts = excluded.starts,
+    interval_ms = excluded.interval_ms
 `
 
 type LimitPutParams struct {
@@ -506,10 +517,12 @@ type LimitPutParams struct {
 	CreatedBy  string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	Starts     int32
+	IntervalMs int64
 }
 
 func (q *Queries) LimitPut(ctx context.Context, db DBTX, arg LimitPutParams) error {
-	_, err := db.Exec(ctx, LimitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt)
+	_, err := db.Exec(ctx, LimitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.Starts, arg.IntervalMs)
 	return err
 }
 
@@ -526,12 +539,48 @@ func (q *Queries) LimitDelete(ctx context.Context, db DBTX, name string) (int64,
 }
 
 const LimitList = `-- name: LimitList :many
-SELECT name, pattern, max_running, created_by, created_at, updated_at FROM cks_limits ORDER BY name COLLATE "C" 
+SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms FROM cks_limits ORDER BY name COLLATE "C" 
 `
 
 const LimitListForUpdate = `-- name: LimitListForUpdate :many
-SELECT name, pattern, max_running, created_by, created_at, updated_at FROM cks_limits ORDER BY name COLLATE "C" FOR UPDATE
+SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms FROM cks_limits ORDER BY name COLLATE "C" FOR UPDATE
 `
+
+const KeyStartInsertMany = `-- name: KeyStartInsertMany :exec
+INSERT INTO cks_key_starts (key, started_at)
+SELECT unnest($1::text[]), $2
+`
+
+type KeyStartInsertManyParams struct {
+	Keys      []string
+	StartedAt time.Time
+}
+
+func (q *Queries) KeyStartInsertMany(ctx context.Context, db DBTX, arg KeyStartInsertManyParams) error {
+	_, err := db.Exec(ctx, KeyStartInsertMany, arg.Keys, arg.StartedAt)
+	return err
+}
+
+const KeyStartsSince = `-- name: KeyStartsSince :many
+SELECT key, started_at FROM cks_key_starts WHERE started_at > $1 ORDER BY started_at
+`
+
+type KeyStartsSinceRow struct {
+	Key       string
+	StartedAt time.Time
+}
+
+const KeyStartsPrune = `-- name: KeyStartsPrune :execrows
+DELETE FROM cks_key_starts WHERE started_at <= $1
+`
+
+func (q *Queries) KeyStartsPrune(ctx context.Context, db DBTX, before time.Time) (int64, error) {
+	result, err := db.Exec(ctx, KeyStartsPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
 
 const TransactionReadOnly = `-- name: TransactionReadOnly :one
 SELECT current_setting('transaction_read_only') = 'on'

@@ -69,15 +69,29 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
 -- them in its write transaction (the one writer's: its turn).
 
 -- name: LimitPut :exec
-INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at)
-VALUES (@name, @pattern, @max_running, @created_by, @created_at, @updated_at)
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms)
+VALUES (@name, @pattern, @max_running, @created_by, @created_at, @updated_at, @starts, @interval_ms)
 ON CONFLICT (name) DO UPDATE SET
     pattern = excluded.pattern,
     max_running = excluded.max_running,
-    updated_at = excluded.updated_at;
+    updated_at = excluded.updated_at,
+    starts = excluded.starts,
+    interval_ms = excluded.interval_ms;
 
 -- name: LimitDelete :execrows
 DELETE FROM cks_limits WHERE name = @name;
 
 -- name: LimitList :many
 SELECT * FROM cks_limits ORDER BY name;
+
+-- The starts of rate-limited keys (issue 42): a row per claim and key,
+-- written by the keyed claim, read and pruned by it (idx_key_starts_at).
+
+-- name: KeyStartInsert :exec
+INSERT INTO cks_key_starts (key, started_at) VALUES (@key, @started_at);
+
+-- name: KeyStartsSince :many
+SELECT key, started_at FROM cks_key_starts WHERE started_at > @since ORDER BY started_at;
+
+-- name: KeyStartsPrune :execrows
+DELETE FROM cks_key_starts WHERE started_at <= @before;

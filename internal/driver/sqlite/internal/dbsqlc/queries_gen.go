@@ -64,6 +64,13 @@ type CksGrant struct {
 	Permission  string
 }
 
+// CksKeyStart is a row of cks_key_starts.
+type CksKeyStart struct {
+	StartID   int64
+	Key       string
+	StartedAt string
+}
+
 // CksLeader is a row of cks_leaders.
 type CksLeader struct {
 	Name      string
@@ -80,6 +87,8 @@ type CksLimit struct {
 	CreatedBy  string
 	CreatedAt  string
 	UpdatedAt  string
+	Starts     int64
+	IntervalMs int64
 }
 
 // CksObject is a row of cks_objects.
@@ -526,12 +535,14 @@ func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassT
 }
 
 const limitPut = `-- name: LimitPut :exec
-INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 ON CONFLICT (name) DO UPDATE SET
     pattern = excluded.pattern,
     max_running = excluded.max_running,
-    updated_at = excluded.updated_at
+    updated_at = excluded.updated_at,
+    starts = excluded.starts,
+    interval_ms = excluded.interval_ms
 `
 
 type LimitPutParams struct {
@@ -541,10 +552,12 @@ type LimitPutParams struct {
 	CreatedBy  string
 	CreatedAt  string
 	UpdatedAt  string
+	Starts     int64
+	IntervalMs int64
 }
 
 func (q *Queries) LimitPut(ctx context.Context, db DBTX, arg LimitPutParams) error {
-	_, err := db.ExecContext(ctx, limitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt)
+	_, err := db.ExecContext(ctx, limitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.Starts, arg.IntervalMs)
 	return err
 }
 
@@ -561,7 +574,7 @@ func (q *Queries) LimitDelete(ctx context.Context, db DBTX, name string) (int64,
 }
 
 const limitList = `-- name: LimitList :many
-SELECT name, pattern, max_running, created_by, created_at, updated_at FROM cks_limits ORDER BY name
+SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms FROM cks_limits ORDER BY name
 `
 
 func (q *Queries) LimitList(ctx context.Context, db DBTX) ([]CksLimit, error) {
@@ -573,7 +586,7 @@ func (q *Queries) LimitList(ctx context.Context, db DBTX) ([]CksLimit, error) {
 	var items []CksLimit
 	for rows.Next() {
 		var i CksLimit
-		if err := rows.Scan(&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt); err != nil {
+		if err := rows.Scan(&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -585,6 +598,64 @@ func (q *Queries) LimitList(ctx context.Context, db DBTX) ([]CksLimit, error) {
 		return nil, err
 	}
 	return items, nil
+}
+
+const keyStartInsert = `-- name: KeyStartInsert :exec
+INSERT INTO cks_key_starts (key, started_at) VALUES (?1, ?2)
+`
+
+type KeyStartInsertParams struct {
+	Key       string
+	StartedAt string
+}
+
+func (q *Queries) KeyStartInsert(ctx context.Context, db DBTX, arg KeyStartInsertParams) error {
+	_, err := db.ExecContext(ctx, keyStartInsert, arg.Key, arg.StartedAt)
+	return err
+}
+
+const keyStartsSince = `-- name: KeyStartsSince :many
+SELECT key, started_at FROM cks_key_starts WHERE started_at > ?1 ORDER BY started_at
+`
+
+type KeyStartsSinceRow struct {
+	Key       string
+	StartedAt string
+}
+
+func (q *Queries) KeyStartsSince(ctx context.Context, db DBTX, since string) ([]KeyStartsSinceRow, error) {
+	rows, err := db.QueryContext(ctx, keyStartsSince, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []KeyStartsSinceRow
+	for rows.Next() {
+		var i KeyStartsSinceRow
+		if err := rows.Scan(&i.Key, &i.StartedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const keyStartsPrune = `-- name: KeyStartsPrune :execrows
+DELETE FROM cks_key_starts WHERE started_at <= ?1
+`
+
+func (q *Queries) KeyStartsPrune(ctx context.Context, db DBTX, before string) (int64, error) {
+	result, err := db.ExecContext(ctx, keyStartsPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const objectInsert = `-- name: ObjectInsert :one

@@ -170,7 +170,15 @@ CREATE TABLE IF NOT EXISTS cks_limits (
     max_running INTEGER NOT NULL,
     created_by TEXT NOT NULL DEFAULT '',
     created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    starts INTEGER NOT NULL DEFAULT 0,
+    interval_ms INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE IF NOT EXISTS cks_key_starts (
+    start_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL,
+    started_at TEXT NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS cks_leaders (
@@ -338,6 +346,8 @@ CREATE INDEX IF NOT EXISTS idx_sweeper_passes_agent ON cks_sweeper_passes(agent_
 CREATE INDEX IF NOT EXISTS idx_sweeper_passes_started ON cks_sweeper_passes(started_at);
 
 CREATE UNIQUE INDEX IF NOT EXISTS idx_limits_pattern ON cks_limits(pattern);
+
+CREATE INDEX IF NOT EXISTS idx_key_starts_at ON cks_key_starts(started_at);
 
 CREATE INDEX IF NOT EXISTS idx_objects_claim ON cks_objects(current_status, claimed_by, object_id);
 
