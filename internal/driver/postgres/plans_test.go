@@ -218,6 +218,11 @@ ALTER TABLE cks_task_deps SET (autovacuum_enabled = off);`+seed); err != nil {
 		// delayed OPEN tasks' index, not every OPEN task.
 		{"next due", "TaskNextDue", map[string]any{"now": now}, []string{"idx_outbox_tasks_due"},
 			[]string{"Seq Scan", "Sort", "idx_outbox_tasks_claim"}},
+		// The keyed claim's count of the keys held: the partial index of
+		// the running tasks that have keys (or, under stale statistics,
+		// the leased tasks'), not every task.
+		{"keys held", "TaskKeysHeld", map[string]any{}, []string{"idx_outbox_tasks_keys_held|idx_outbox_tasks_leased"},
+			[]string{"Seq Scan on cks_outbox_tasks"}},
 		// Listing: a page in id order from the primary key.
 		{"listing", "TaskList", map[string]any{"after": int64(100), "states": []string{}, "types": []string{},
 			"state_changed_before": nil, "created_by": "", "match": "", "unconfirmed_abort": false, "limit": int64(101)}, byID, []string{"Seq Scan", "Sort"}},

@@ -292,6 +292,9 @@ func TestBoardQueriesUseIndexes(t *testing.T) {
 			[]string{"SCAN cks_outbox_tasks", "TEMP B-TREE"}},
 		{"stale-stop count", "TaskCountInState", args(sql.Named("state", "STOPPED")),
 			[]string{"SEARCH cks_outbox_tasks USING INDEX idx_outbox_tasks_state (state=?)"}, []string{"SCAN cks_outbox_tasks"}},
+		// The keyed claim's count of the keys held: the partial index of
+		// the running tasks that have keys, not every task.
+		{"keys held", "TaskKeysHeld", nil, []string{"idx_outbox_tasks_keys_held"}, []string{"SCAN cks_outbox_tasks\n"}},
 		// When the next delayed task becomes due (the waiting room): the
 		// delayed OPEN tasks' index, not every OPEN task.
 		{"next due", "TaskNextDue", []any{sql.Named("now", "2026-01-01T00:00:00.000000000Z")},
