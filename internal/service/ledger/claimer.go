@@ -236,7 +236,7 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 			out[i] = groupcommit.Result[[]cks.ClaimedTask]{Err: err}
 		}
 	} else {
-		if noLimits && !s.serial {
+		if noLimits {
 			s.noteLimits(false, s.clock.Now())
 		}
 		s.noteRateFree(rateFree)

@@ -60,11 +60,10 @@ const limitsProbeFor = time.Second
 // limit was seen, or the last probe (at most limitsProbeFor ago) is stale.
 // A wrong "yes" costs a keyed claim that finds no limit; a wrong "no"
 // leaves keyed tasks to the next claim after the probe, never overruns a
-// limit (TaskClaimParams.IDs). On SQLite the claim's write transaction
-// reads the limits itself (as it looks for expired leases: cheaper than a
-// transaction of its own).
+// limit (TaskClaimParams.IDs). So a ledger without limits claims in one
+// statement, as before limits existed, on both backends.
 func (s *Service) limitsMayExist(ctx context.Context) (bool, error) {
-	if s.serial || s.limitsSeen.Load() {
+	if s.limitsSeen.Load() {
 		return true, nil
 	}
 	now := s.clock.Now()
