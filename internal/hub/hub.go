@@ -232,7 +232,7 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 		Logger:   log,
 		Version:  cfg.Version,
 		URL:      url,
-		Collectors: append([]prometheus.Collector{sweepRuns, newUnclaimedCollector(svc), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_mcp_sessions",
+		Collectors: append([]prometheus.Collector{sweepRuns, newUnclaimedCollector(svc), newLimitCollector(svc), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cks_mcp_sessions",
 			Help: "The MCP sessions /mcp holds open (at most CKS_MCP_MAX_SESSIONS, CKS_MCP_MAX_SESSIONS_PER_TOKEN a token)."},
 			func() float64 { return float64(mcpHTTP.Open()) }),
 			claimsWaiting(st.Tasks), newTaskCounts(st.Tasks), taskObs}, clockGauges(st)...),

@@ -190,3 +190,38 @@ func (m *taskMetrics) Collect(ch chan<- prometheus.Metric) {
 // ledger — its task metrics, registered nowhere — for a benchmark of what
 // observing costs the ledger (cksbench ledger --observe).
 func TaskObserver() ledger.Observer { return newTaskMetrics() }
+
+// limitCollector exports list_limits on /metrics: per concurrency or rate
+// limit (issue 42), how many keys it governs are held now and how many are
+// full — a limit whose keys stay full is where a fleet's work waits. One
+// small read a scrape (the limits, the held keys from their partial index,
+// the starts in the rate windows); no series without limits.
+type limitCollector struct {
+	svc             *ops.Services
+	held, saturated *prometheus.Desc
+}
+
+func newLimitCollector(svc *ops.Services) *limitCollector {
+	return &limitCollector{svc: svc,
+		held: prometheus.NewDesc("cks_limit_keys_held",
+			"The keys a limit governs that CLAIMED or RUNNING tasks hold now, or that were claimed in its rate window.", []string{"limit"}, nil),
+		saturated: prometheus.NewDesc("cks_limit_keys_saturated",
+			"The keys a limit governs that are full now: at its max_running, or at its starts per interval.", []string{"limit"}, nil),
+	}
+}
+
+func (c *limitCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.held; ch <- c.saturated }
+
+func (c *limitCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := c.svc.Tasks.Limits(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.held, err)
+		return
+	}
+	for _, st := range l.Limits {
+		ch <- prometheus.MustNewConstMetric(c.held, prometheus.GaugeValue, float64(st.Held), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.saturated, prometheus.GaugeValue, float64(st.Saturated), st.Name)
+	}
+}

@@ -200,10 +200,25 @@ func TestTaskMetrics(t *testing.T) {
 				t.Fatalf("report: %d", st)
 			}
 			c.Advance(2 * time.Minute)
+			// A limit with one key held at its cap (its lease lasting past
+			// the scrapes: the clock stands still from here).
+			if st := h.call(t, "POST", "/v1/limits", `{"name":"gpu","pattern":"gpu:*","max_running":1}`, nil); st != http.StatusOK {
+				t.Fatalf("set_limit: %d", st)
+			}
+			if st := h.call(t, "POST", "/v1/tasks", `{"type":"render","title":"x","concurrency_keys":["gpu:a"]}`, nil); st != http.StatusCreated {
+				t.Fatalf("create keyed: %d", st)
+			}
+			claim("render", 1)
 			waitfor.Until(t, "every metric exported", func() bool {
 				fams = h.scrape(t)
 				return fams["cks_tasks_unclaimed"] != nil && fams["cks_process_instances"] != nil && fams["cks_sweeper_run_duration_seconds"] != nil
 			})
+			if m := sample(fams["cks_limit_keys_saturated"], "limit", "gpu"); m.GetGauge().GetValue() != 1 {
+				t.Errorf("cks_limit_keys_saturated gpu: %v, want 1", m)
+			}
+			if m := sample(fams["cks_limit_keys_held"], "limit", "gpu"); m.GetGauge().GetValue() != 1 {
+				t.Errorf("cks_limit_keys_held gpu: %v, want 1", m)
+			}
 			checkDocumented(t, fams)
 		})
 	}
