@@ -501,6 +501,11 @@ type TaskClaimParams struct {
 	// a claimer that has not yet learned of a new limit skips keyed tasks
 	// rather than overrun it.
 	IDs []int64
+	// Chosen, when set, are the rows of IDs as TaskClaimable read them in
+	// this transaction, in the same order: a driver whose rows cannot have
+	// changed since (SQLite's one writer) claims from them without
+	// reading them again.
+	Chosen []TaskRow
 }
 
 // ClaimOrder orders tasks as a claim takes them: the highest priority

@@ -129,11 +129,15 @@ func (e *executor) TaskClaim(ctx context.Context, p driver.TaskClaimParams) ([]d
 		in := &executor{d: e.d, read: w, tx: w}
 		var rows []driver.TaskRow
 		if p.IDs != nil {
-			// The keyed claim's choice, read in this transaction: those
-			// still in p.State, in the order given.
-			got, err := in.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: p.IDs})
-			if err != nil {
-				return err
+			// The keyed claim's choice, read in this transaction (by the
+			// one writer: as it was read, when the caller hands the rows
+			// over): those still in p.State, in claim order.
+			got := p.Chosen
+			if len(got) != len(p.IDs) {
+				var err error
+				if got, err = in.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: p.IDs}); err != nil {
+					return err
+				}
 			}
 			byID := make(map[int64]driver.TaskRow, len(got))
 			for _, r := range got {

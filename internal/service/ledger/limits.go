@@ -295,8 +295,9 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock, now 
 func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.TaskClaimParams) ([]driver.TaskClaimed, error) {
 	want := min(p.Limit, len(p.Leases))
 	var (
-		ids   []int64
-		rated []string // the keys of the chosen tasks a rate limit governs
+		ids    []int64
+		chosen []driver.TaskRow
+		rated  []string // the keys of the chosen tasks a rate limit governs
 	)
 	seen := map[int64]bool{}
 	for len(ids) < want {
@@ -326,6 +327,7 @@ func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.Ta
 			}
 			rated = append(rated, k.take(keys)...)
 			ids = append(ids, r.ID)
+			chosen = append(chosen, r)
 		}
 		// Done when the read ran dry, or passed nothing over (another
 		// read would find the same).
@@ -336,7 +338,7 @@ func claimKeyed(ctx context.Context, ex driver.Executor, k *keyCaps, p driver.Ta
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	p.IDs = ids
+	p.IDs, p.Chosen = ids, chosen
 	claimed, err := ex.TaskClaim(ctx, p)
 	if err != nil {
 		return nil, err
