@@ -394,3 +394,49 @@ func TestRateLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestLimitBindsAHubThatHasNotReadIt (both backends, two hubs, one fake
+// clock): a hub whose last look found no limit (it looks again a second
+// later) claims no task with keys once another hub has set a limit — the
+// claim statement itself takes a keyed task only while no limit exists —
+// while it still claims the tasks without keys; a second later it reads
+// the limit and claims under it.
+func TestLimitBindsAHubThatHasNotReadIt(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0)
+		a, stale := open(t, driver.WithClock(c)), open(t, driver.WithClock(c))
+		ctx := context.Background()
+		claim := func(on *backend.Backend) []cks.ClaimedTask {
+			t.Helper()
+			got, err := on.Tasks.Claim(ctx, ledger.ClaimParams{Worker: "w", N: 5, Lease: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		if got := claim(stale); len(got) != 0 { // its look: no limit
+			t.Fatalf("claimed %v from an empty ledger", ids(got))
+		}
+		setLimit(t, a, "gpu", "gpu", 1)
+		first := backendtest.MustEnqueue(t, a, cks.NewTask{Priority: 5, ConcurrencyKeys: []string{"gpu"}})
+		second := backendtest.MustEnqueue(t, a, cks.NewTask{Priority: 5, ConcurrencyKeys: []string{"gpu"}})
+		plain := backendtest.MustEnqueue(t, a, cks.NewTask{})
+		if got := claim(a); len(got) != 2 || got[0].ID != first.ID || got[1].ID != plain.ID {
+			t.Fatalf("the limit's hub claimed %v, want %d and %d", ids(got), first.ID, plain.ID)
+		}
+		backendtest.MustEnqueue(t, a, cks.NewTask{}) // work without keys for the stale hub
+		if got := claim(stale); len(got) != 1 || len(got[0].ConcurrencyKeys) != 0 {
+			t.Fatalf("the hub that has not read the limit claimed %v, want only the task without keys", ids(got))
+		}
+		c.Advance(time.Second) // it looks again
+		if got := claim(stale); len(got) != 0 {
+			t.Fatalf("claimed %v with gpu at its cap", ids(got))
+		}
+		if _, err := a.Tasks.Cancel(ctx, first.ID, "ops", "freed"); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(stale); len(got) != 1 || got[0].ID != second.ID {
+			t.Fatalf("after the place freed: %v, want %d", ids(got), second.ID)
+		}
+	})
+}
