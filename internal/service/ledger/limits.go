@@ -148,8 +148,8 @@ func (k *keyCaps) governor(key string) int {
 	return best
 }
 
-// inWindow is how many of key's starts are inside its rate limit's
-// window (g: its governor), and the oldest of them.
+// inWindow is key's starts inside its rate limit's window (g: its
+// governor), oldest first.
 func (k *keyCaps) inWindow(key string, g int) []time.Time {
 	ts := k.started[key]
 	from := k.now.Add(-k.intervals[g])
@@ -285,10 +285,11 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock, now 
 }
 
 // claimKeyed is the claim of p when limits exist (k): it reads the
-// claimable tasks in claim order, locked, skipping the keys at their cap;
-// takes each candidate whose keys all have room, counting it at once (a
-// batch's own claims count against the cap); and claims the chosen tasks
-// by id (TaskClaimParams.IDs), in claim order. A candidate passed over
+// claimable tasks in claim order, locked, skipping the full keys (at
+// their cap or their rate); takes each candidate whose keys all have room,
+// counting it at once (a batch's own claims count against the cap and the
+// rate); claims the chosen tasks by id (TaskClaimParams.IDs), in claim
+// order; and records the starts of the rate-limited keys. A candidate passed over
 // because the batch filled its key is read past: when the read was full
 // and leases are left, it reads again with the keys saturated since — so a
 // capped key never blocks the tasks of other keys behind it.
