@@ -226,6 +226,13 @@ type KeyRunning struct {
 	Started int    `json:"started,omitempty"`
 }
 
+// Full reports whether a key l governs, with k's use, may not be claimed
+// now: its holders are at l's cap, or its starts in the window at l's
+// rate.
+func (l Limit) Full(k KeyRunning) bool {
+	return (l.MaxRunning > 0 && k.Running >= l.MaxRunning) || (l.Starts > 0 && k.Started >= l.Starts)
+}
+
 // LimitStatus is a limit with the keys it governs that are held now, the
 // most held first (at most MaxLimitKeysShown; Held counts them all).
 type LimitStatus struct {

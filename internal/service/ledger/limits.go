@@ -162,33 +162,39 @@ func (k *keyCaps) inWindow(key string, g int) []time.Time {
 	return ts[i:]
 }
 
-// full reports whether key may not be claimed now: its holders are at its
-// limit's cap, or its starts in the window at its rate.
-func (k *keyCaps) full(key string) bool {
+// use is the index of key's governing limit (-1: none) and the key's use
+// under it now: its holders, and (under a rate) its starts in the window.
+func (k *keyCaps) use(key string) (int, cks.KeyRunning) {
 	g := k.governor(key)
-	if g < 0 {
-		return false
+	kr := cks.KeyRunning{Key: key, Running: k.held[key]}
+	if g >= 0 && k.limits[g].Starts > 0 {
+		kr.Started = len(k.inWindow(key, g))
 	}
-	l := k.limits[g]
-	return (l.MaxRunning > 0 && k.held[key] >= l.MaxRunning) ||
-		(l.Starts > 0 && len(k.inWindow(key, g)) >= l.Starts)
+	return g, kr
 }
 
-// saturated lists the keys held or started that are full.
-func (k *keyCaps) saturated() []string {
-	var out []string
-	for key := range k.held {
-		if k.full(key) {
-			out = append(out, key)
-		}
-	}
+// full reports whether key may not be claimed now (cks.Limit.Full of its
+// governing limit).
+func (k *keyCaps) full(key string) bool {
+	g, kr := k.use(key)
+	return g >= 0 && k.limits[g].Full(kr)
+}
+
+// keys are the keys held or started, sorted.
+func (k *keyCaps) keys() []string {
+	out := slices.Collect(maps.Keys(k.held))
 	for key := range k.started {
-		if _, held := k.held[key]; !held && k.full(key) {
+		if _, held := k.held[key]; !held {
 			out = append(out, key)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// saturated lists the keys held or started that are full, sorted.
+func (k *keyCaps) saturated() []string {
+	return slices.DeleteFunc(k.keys(), func(key string) bool { return !k.full(key) })
 }
 
 // fits reports whether a task with keys may be claimed now: none of its
@@ -441,27 +447,14 @@ func (s *Service) Limits(ctx context.Context) (cks.LimitList, error) {
 	for i, l := range k.limits {
 		out.Limits[i] = cks.LimitStatus{Limit: l, Keys: []cks.KeyRunning{}}
 	}
-	keys := slices.Collect(maps.Keys(k.held))
-	for key := range k.started {
-		if _, ok := k.held[key]; !ok {
-			keys = append(keys, key)
-		}
-	}
-	for _, key := range keys {
-		g := k.governor(key)
-		if g < 0 {
-			continue
-		}
-		kr := cks.KeyRunning{Key: key, Running: k.held[key]}
-		if k.limits[g].Starts > 0 {
-			kr.Started = len(k.inWindow(key, g))
-		}
-		if kr.Running == 0 && kr.Started == 0 {
+	for _, key := range k.keys() {
+		g, kr := k.use(key)
+		if g < 0 || (kr.Running == 0 && kr.Started == 0) {
 			continue
 		}
 		st := &out.Limits[g]
 		st.Held++
-		if k.full(key) {
+		if st.Full(kr) {
 			st.Saturated++
 		}
 		st.Keys = append(st.Keys, kr)

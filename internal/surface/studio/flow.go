@@ -145,15 +145,15 @@ func (s *server) flow(r *http.Request) (flowView, int, error) {
 	if err := auth.RequireWithin(ctx, auth.PermControl, auth.ResourceTypes); err != nil {
 		v.Paused.PauseRefused = err.Error()
 	}
-	if st, err := s.limits(r); err != nil {
-		if errors.Is(err, auth.ErrForbidden) {
-			return v, http.StatusForbidden, err
-		}
+	lv, err := s.limits(r)
+	switch {
+	case errors.Is(err, auth.ErrForbidden):
+		return v, http.StatusForbidden, err
+	case err != nil:
 		s.logErr(r, "studio: list limits", err)
-		v.Limits.Failed, status = true, http.StatusInternalServerError
-	} else {
-		v.Limits = st
+		lv.Failed, status = true, http.StatusInternalServerError
 	}
+	v.Limits = lv
 	if s.ops.Schedules == nil {
 		return v, status, nil
 	}
@@ -198,7 +198,7 @@ func (s *server) limits(r *http.Request) (limitsView, error) {
 	for _, st := range l.Limits {
 		row := limitRow{LimitStatus: st}
 		for _, k := range st.Keys {
-			b := keyBar{KeyRunning: k, Full: (st.MaxRunning > 0 && k.Running >= st.MaxRunning) || (st.Starts > 0 && k.Started >= st.Starts)}
+			b := keyBar{KeyRunning: k, Full: st.Full(k)}
 			if st.MaxRunning > 0 {
 				b.Percent = min(100, 100*k.Running/st.MaxRunning)
 			}
