@@ -104,6 +104,8 @@ type AttemptView struct {
 	Workspace string     `json:"workspace,omitempty"`
 	Evidence  []Evidence `json:"evidence,omitempty"`
 	Decisions []Decision `json:"decisions,omitempty"`
+	// Spend sums what the attempt reported spending (report_usage).
+	Spend *UsageSum `json:"spend,omitempty"`
 }
 
 // Workspaces returns the workspaces recorded by earlier attempts of t (its
@@ -161,6 +163,12 @@ type TaskPatch struct {
 	// them). Not material: a running attempt keeps running and is counted
 	// under its new keys from the update on.
 	ConcurrencyKeys *[]string `json:"concurrency_keys,omitempty"`
+	// MaxTokens and MaxCost replace the task's budget (as
+	// NewTask.MaxTokens and MaxCost; 0 and "0" remove it). Not material:
+	// what the task spent stays, and a raised budget lets a task the
+	// budget stopped run again once answered (docs/spend.md).
+	MaxTokens *int64  `json:"max_tokens,omitempty"`
+	MaxCost   *string `json:"max_cost,omitempty"`
 }
 
 // Delays reports whether p sets when the task may be claimed (RunAfter or
@@ -176,7 +184,7 @@ func (p TaskPatch) Material() bool {
 // Empty reports whether p changes nothing.
 func (p TaskPatch) Empty() bool {
 	return !p.Material() && p.Title == nil && p.Priority == nil && len(p.Metadata) == 0 && p.AttemptTimeout == "" && !p.Delays() &&
-		p.ExpiresAt.IsZero() && p.ConcurrencyKeys == nil
+		p.ExpiresAt.IsZero() && p.ConcurrencyKeys == nil && p.MaxTokens == nil && p.MaxCost == nil
 }
 
 // Validate reports the first field of p that Update must refuse, and returns
@@ -315,6 +323,7 @@ func (p TaskPatch) Fields() []string {
 		{"add_children", len(p.AddChildren) > 0}, {"cancel_children", len(p.CancelChildren) > 0},
 		{"attempt_timeout", p.AttemptTimeout != ""}, {"run_after", !p.RunAfter.IsZero()}, {"delay", p.Delay != ""},
 		{"expires_at", !p.ExpiresAt.IsZero()}, {"concurrency_keys", p.ConcurrencyKeys != nil},
+		{"max_tokens", p.MaxTokens != nil}, {"max_cost", p.MaxCost != nil},
 	} {
 		if f.set {
 			out = append(out, f.name)

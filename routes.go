@@ -111,6 +111,10 @@ var (
 	OpRecordDecision = endpoint[RecordDecisionInput, Decision]("record_decision", "POST", "/v1/tasks/{task_id}/decisions")
 	// OpReuseWorkspace is reuse_workspace.
 	OpReuseWorkspace = endpoint[ReuseWorkspaceInput, Decision]("reuse_workspace", "POST", "/v1/tasks/{task_id}/workspace/reuse")
+	// OpReportUsage is report_usage.
+	OpReportUsage = endpoint[ReportUsageInput, UsageReport]("report_usage", "POST", "/v1/tasks/{task_id}/usage")
+	// OpGetUsage is get_usage.
+	OpGetUsage = endpoint[GetUsageInput, UsageSummary]("get_usage", "GET", "/v1/usage")
 	// OpConfirmAbort is confirm_abort.
 	OpConfirmAbort = endpoint[LeaseInput, Abort]("confirm_abort", "POST", "/v1/tasks/{task_id}/abort/confirm")
 	// OpCompleteTask is complete_task.
@@ -223,6 +227,7 @@ func Operations() []Operation {
 		OpAddEvidence,
 		OpRecordDecision,
 		OpReuseWorkspace,
+		OpReportUsage,
 		OpConfirmAbort,
 		OpCompleteTask,
 		OpFailTask,
@@ -240,6 +245,7 @@ func Operations() []Operation {
 		OpSetLimit,
 		OpListLimits,
 		OpDeleteLimit,
+		OpGetUsage,
 		OpCreateSchedule,
 		OpListSchedules,
 		OpGetSchedule,

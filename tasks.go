@@ -178,6 +178,9 @@ type Task struct {
 	// aborted ones. Filled by GetTask only (the ledger groups them by attempt).
 	Current *AttemptView  `json:"current,omitempty"`
 	History []AttemptView `json:"history,omitempty"`
+	// Spend is what the task's attempts reported spending (report_usage)
+	// and its budget; get_task fills it for a task with either.
+	Spend *TaskSpend `json:"spend,omitempty"`
 	// Aborts are the task's abort requests, oldest first; filled by GetTask only.
 	Aborts []Abort `json:"aborts,omitempty"`
 	// Actions are the operator verbs the task admits in its state (none
@@ -317,6 +320,12 @@ type NewTask struct {
 	// patterns match them: it is not claimed while any of its keys is held
 	// by as many CLAIMED or RUNNING tasks as its limit allows.
 	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
+	// MaxTokens and MaxCost are the task's budget (docs/spend.md): when
+	// the usage its attempts report reaches either, the task moves to
+	// NEEDS_INPUT and its running attempt is aborted. MaxCost is a
+	// decimal string in USD ("2.50"); 0 or empty: no budget.
+	MaxTokens int64  `json:"max_tokens,omitempty"`
+	MaxCost   string `json:"max_cost,omitempty"`
 }
 
 // ParseAttemptTimeout is d parsed as an attempt timeout (0 when empty), or

@@ -194,6 +194,22 @@ func (c *Client) RecordDecision(ctx context.Context, id int64, leaseToken, kind,
 		Text: text, DerivedFromRevision: derivedFromRevision})
 }
 
+// ReportUsage records what one call of the attempt spent (report_usage),
+// fenced by leaseToken; see docs/spend.md.
+func (c *Client) ReportUsage(ctx context.Context, id int64, leaseToken string, u cks.UsageInput) (cks.UsageReport, error) {
+	in := cks.ReportUsageInput{LeaseInput: lease(id, leaseToken), Model: u.Model, InputTokens: u.InputTokens,
+		OutputTokens: u.OutputTokens}
+	if u.Cost != 0 {
+		in.Cost = u.Cost.String()
+	}
+	return Do(ctx, c, cks.OpReportUsage, in)
+}
+
+// Usage sums what agents reported spending (get_usage).
+func (c *Client) Usage(ctx context.Context, in cks.GetUsageInput) (cks.UsageSummary, error) {
+	return Do(ctx, c, cks.OpGetUsage, in)
+}
+
 // ReuseWorkspace records the explicit decision to continue in a workspace
 // left by an earlier attempt of the task.
 func (c *Client) ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error) {

@@ -262,6 +262,11 @@ func (a *mcpAgent) ReuseWorkspace(ctx context.Context, id int64, leaseToken, pat
 		DerivedFromRevision: rev})
 }
 
+func (a *mcpAgent) ReportUsage(ctx context.Context, id int64, leaseToken string, u cks.UsageInput) (cks.UsageReport, error) {
+	return callTool(ctx, a.cs, cks.OpReportUsage, cks.ReportUsageInput{LeaseInput: leaseIn(id, leaseToken), Model: u.Model,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost.String()})
+}
+
 func (a *mcpAgent) ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error) {
 	return callTool(ctx, a.cs, cks.OpConfirmAbort, leaseIn(id, leaseToken))
 }

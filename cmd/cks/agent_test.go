@@ -469,6 +469,64 @@ wait`
 	})
 }
 
+// TestExecAgentBudget (issue 43 item 2): an exec agent's command reports
+// what it spends on its reports pipe (fd 3, CKS_REPORT_FD) without
+// credentials of its own; a line that is no report is skipped; the report
+// that uses the task's max_tokens up moves the task to NEEDS_INPUT with the
+// budget's question, and the agent kills the command's process tree
+// mid-run and confirms the abort.
+func TestExecAgentBudget(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHubEnv(t, "serve", nil, "--database", db.url)
+		api := client.New(h.url, h.token)
+		dir := t.TempDir()
+		cmd := `echo $$ > "$T_DIR/pid"
+sleep 1000 & echo $! > "$T_DIR/child"
+echo 'not a report' >&$CKS_REPORT_FD
+echo '{"usage":{"model":"gpt-5","input_tokens":60,"output_tokens":10,"cost":"0.01"}}' >&$CKS_REPORT_FD
+echo '{"usage":{"model":"gpt-5","input_tokens":40,"cost":"0.002"}}' >&$CKS_REPORT_FD
+wait`
+		a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", "llm"},
+			append(fastAgent, "--", "sh", "-c", cmd)...)...)
+		r := runCKS(t, nil, "task", "create", "--type", "llm", "--title", "spends", "--max-tokens", "100",
+			"--json", "--data-dir", string(h.dir))
+		var created cks.Task
+		if err := json.Unmarshal([]byte(r.stdout), &created); r.code != 0 || err != nil {
+			t.Fatalf("task create --max-tokens 100: exit %d %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		tree := []int{readPID(t, filepath.Join(dir, "pid")), readPID(t, filepath.Join(dir, "child"))}
+		t.Cleanup(func() {
+			for _, pid := range tree {
+				if !pidGone(pid) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		})
+		waitFor(t, "the command's process tree to be killed", func() bool { return pidGone(tree[0]) && pidGone(tree[1]) })
+		task := waitState(t, api, created.ID, cks.TaskNeedsInput)
+		if !strings.Contains(task.Question, "spent 110 tokens of the 100 allowed (max_tokens)") {
+			t.Fatalf("question %q; want it to name the 110 tokens spent of the 100 allowed", task.Question)
+		}
+		if task.Spend == nil || task.Spend.Tokens != 110 || task.Spend.Reports != 2 || task.Spend.Cost.String() != "0.012" {
+			t.Fatalf("spend %+v; want 110 tokens in 2 reports costing 0.012 (the line that is no report skipped)", task.Spend)
+		}
+		waitFor(t, "the abort confirmed by the agent", func() bool {
+			task = getTask(t, api, created.ID)
+			return len(task.Aborts) == 1 && task.Aborts[0].Outcome == cks.AbortConfirmed
+		})
+		if a.exited() {
+			t.Fatalf("the agent exited on a task over its budget\n%s", a.stderr.String())
+		}
+		if !strings.Contains(a.stderr.String(), "not a report") {
+			t.Errorf("the agent's log does not name the line that is no report:\n%s", a.stderr.String())
+		}
+		a.cmd.Process.Signal(syscall.SIGTERM)
+		if code := a.wait(t); code != 0 {
+			t.Fatalf("agent exit status %d\n%s", code, a.stderr.String())
+		}
+	})
+}
+
 // TestAgentBadInput: usage errors exit 2 naming what was wrong.
 func TestAgentBadInput(t *testing.T) {
 	dir := t.TempDir()

@@ -336,6 +336,12 @@ var globalFlags = map[string]bool{"url": true, "token": true, "data-dir": true, 
 // list` is `cks process list --url U`. A command that does not take one
 // says so as for any flag it does not define. Any other flag before the
 // words is a usage error.
+// bareGroup reports whether the group named name runs a command of its
+// own when none is named (group.bare).
+func bareGroup(name string) bool {
+	return slices.ContainsFunc(groups, func(g group) bool { return g.name == name && g.bare != "" })
+}
+
 func hoistGlobals(args []string) ([]string, error) {
 	var words, globals []string
 	depth := 1
@@ -354,6 +360,9 @@ func hoistGlobals(args []string) ([]string, error) {
 		}
 		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		value, ok := globalFlags[name]
+		if !ok && len(words) == 1 && bareGroup(words[0]) {
+			break // `cks usage --by model`: the group's bare command's flags
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: flag %s before the command: only --url, --token, --data-dir, --database and --json "+
 				"may come before it (the others go after it)", errUsage, a)

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, e env) int {
 }
 
 // groups are the commands of the operations table, each with subcommands.
-var groups = []group{processGroup, taskGroup, typeGroup, limitGroup, objectGroup, sweeperGroup, scheduleGroup, tokenGroup, sessionGroup}
+var groups = []group{processGroup, taskGroup, typeGroup, limitGroup, usageGroup, objectGroup, sweeperGroup, scheduleGroup, tokenGroup, sessionGroup}
 
 // runCommand runs the command args name, with global flags given before
 // its name moved after it (hoistGlobals).

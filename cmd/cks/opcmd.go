@@ -22,6 +22,9 @@ import (
 type group struct {
 	name     string
 	commands []command
+	// bare, when set, is the command `cks NAME` runs when no subcommand is
+	// named (its flags may follow at once: `cks usage --by model`).
+	bare string
 }
 
 // command is one subcommand of a group.
@@ -45,6 +48,9 @@ type command struct {
 // run runs the subcommand args[0] with the rest of args; --help (or -h,
 // help) prints the group's help.
 func (g group) run(ctx context.Context, args []string, e env) error {
+	if g.bare != "" && (len(args) == 0 || (strings.HasPrefix(args[0], "-") && !isHelp(args[0]))) {
+		args = append([]string{g.bare}, args...)
+	}
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, g.name, g.list())
 	}

@@ -97,6 +97,8 @@ var parityCases = map[string]parityCase{
 	"set_limit": {`{"name":"openai","pattern":"open*ai","max_running":2}`, []string{"limit", "set", "openai", "--pattern", "open*ai", "--max-running", "2"},
 		`{"name":"openai","pattern":"openai:*","max_running":2}`, []string{"limit", "set", "openai", "--pattern", "openai:*", "--max-running", "2"}},
 	"list_limits":          {`{"bogus":1}`, nil, `{}`, []string{"limit", "list"}},
+	"get_usage":            {`{"since":"0s"}`, []string{"usage", "show", "--since", "0s"}, `{"by":["model"]}`, []string{"usage", "--by", "model"}},
+	"report_usage":         {`{"task_id":$T,"lease_token":"nope","cost":"1e3"}`, nil, `{"task_id":$T,"lease_token":"nope","cost":"0.01"}`, nil},
 	"delete_limit":         {`{"name":"a/b"}`, []string{"limit", "delete", "a/b"}, `{"name":"openai"}`, []string{"limit", "delete", "openai"}},
 	"submit_research":      {`{"question":"  "}`, []string{"research", "  "}, `{"question":"why?"}`, []string{"research", "why?"}},
 	"list_objects":         {`{"limit":5000}`, []string{"object", "list", "--limit", "5000"}, `{}`, []string{"object", "list"}},

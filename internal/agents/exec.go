@@ -1,11 +1,14 @@
 package agents
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -37,6 +40,9 @@ type ExecConfig struct {
 	MaxOutput int
 	// KillGrace is the SIGTERM → SIGKILL wait on abort; DefaultKillGrace when 0.
 	KillGrace time.Duration
+	// Logger receives what is wrong with the command's reports; nil is
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Exec returns the resolver of `cks agent exec`: it runs cfg.Command for
@@ -63,6 +69,9 @@ func Exec(cfg ExecConfig) worker.Resolver {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
 	return func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
 		if len(cfg.Command) == 0 {
 			return worker.Result{}, worker.Permanent(errors.New("exec agent: no command"))
@@ -73,13 +82,28 @@ func Exec(cfg ExecConfig) worker.Resolver {
 			return worker.Result{}, err
 		}
 		stdout, stderr := &capped{max: cfg.MaxOutput}, &capped{max: stderrTail, tail: true}
-		run := commandRun{stdin: input, stdout: stdout, stderr: stderr, env: append(os.Environ(),
+		reportsR, reportsW, err := os.Pipe()
+		if err != nil {
+			return worker.Result{}, fmt.Errorf("exec agent: %w", err)
+		}
+		run := commandRun{stdin: input, stdout: stdout, stderr: stderr, reports: reportsW, env: append(os.Environ(),
 			"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
 			"CKS_TASK_TYPE="+t.Type,
 			"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
 			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
-			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))}
+			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision),
+			reportFDEnv+"=3")}
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			readReports(ctx, a, reportsR, cfg.Logger)
+		}()
 		ended, err := runCommand(ctx, cfg, run)
+		reportsW.Close()
+		// Every writer of the pipe is gone with the command (the guard
+		// reaps everything it started): its last lines are read to EOF.
+		<-read
+		reportsR.Close()
 		switch {
 		case err != nil:
 			return worker.Result{}, err
@@ -100,6 +124,79 @@ func Exec(cfg ExecConfig) worker.Resolver {
 			return worker.Result{}, err
 		}
 		return worker.Result{Output: out}, nil
+	}
+}
+
+// reportFDEnv names the command's descriptor of the reports pipe: one
+// JSON object a line, such as
+//
+//	{"usage":{"model":"gpt-5","input_tokens":1200,"output_tokens":300,"cost":"0.0125"}}
+//
+// which the agent reports for the attempt (report_usage) as it reads it:
+// a command says what it spends without credentials of its own
+// (docs/spend.md#exec-agents).
+const reportFDEnv = "CKS_REPORT_FD"
+
+// maxReportLine bounds one line of the reports pipe.
+const maxReportLine = 64 << 10
+
+// reportLine is one line of the reports pipe.
+type reportLine struct {
+	Usage *struct {
+		Model        string `json:"model"`
+		InputTokens  int64  `json:"input_tokens"`
+		OutputTokens int64  `json:"output_tokens"`
+		Cost         string `json:"cost"`
+	} `json:"usage"`
+}
+
+// parseReport reads one line of the reports pipe; an error says what is
+// wrong with it.
+func parseReport(line []byte) (cks.UsageInput, error) {
+	var r reportLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return cks.UsageInput{}, fmt.Errorf("expected one JSON object such as {\"usage\":{\"input_tokens\":10}}: %w", err)
+	}
+	if r.Usage == nil {
+		return cks.UsageInput{}, errors.New("expected a \"usage\" object")
+	}
+	u := cks.UsageInput{Model: r.Usage.Model, InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens}
+	if r.Usage.Cost != "" {
+		c, err := cks.ParseCost("cost", r.Usage.Cost)
+		if err != nil {
+			return u, err
+		}
+		u.Cost = c
+	}
+	return u, nil
+}
+
+// readReports reports each line the command writes on the reports pipe
+// for attempt a until EOF. A line that is not a report, or that the hub
+// refuses, is logged and skipped: the command's work goes on. A report
+// that uses the task's budget up aborts the attempt (Attempt.ReportUsage).
+func readReports(ctx context.Context, a *worker.Attempt, r io.Reader, log *slog.Logger) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxReportLine)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		u, err := parseReport(line)
+		if err == nil {
+			_, err = a.ReportUsage(ctx, u)
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("exec agent: a report of the command was not recorded", "task_id", a.Task().ID,
+				"line", cks.TextFor("line", string(line)), "err", err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		log.Warn("exec agent: the command's reports pipe", "task_id", a.Task().ID, "err", err)
+		io.Copy(io.Discard, r) //nolint:errcheck // drained so the command never blocks on a full pipe
 	}
 }
 
@@ -132,6 +229,9 @@ type commandRun struct {
 	stdin          []byte
 	stdout, stderr io.Writer
 	env            []string
+	// reports is the write end of the reports pipe, the command's fd 3
+	// (CKS_REPORT_FD); nil for none.
+	reports *os.File
 }
 
 // commandEnd is how a run of the command ended, once nothing of it is left.

@@ -87,6 +87,9 @@ func runCommand(ctx context.Context, cfg ExecConfig, run commandRun) (commandEnd
 	guard.Env = append(run.env, execGuardEnv+"=1")
 	guard.Stdin, guard.Stdout, guard.Stderr = bytes.NewReader(run.stdin), run.stdout, run.stderr
 	guard.ExtraFiles = []*os.File{ctlR, repW}
+	if run.reports != nil {
+		guard.ExtraFiles = append(guard.ExtraFiles, run.reports) // fd 5, the command's fd 3
+	}
 	// A group of its own: a Ctrl-C at the agent's terminal reaches the agent
 	// (which drains), not the guard.
 	guard.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -151,6 +154,12 @@ func execGuard(args []string) int {
 	// Neither pipe is the command's business.
 	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
+	// The agent's reports pipe (CKS_REPORT_FD), when it passed one, is the
+	// command's fd 3: os.StartProcess passes on Files only.
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	if os.Getenv(reportFDEnv) != "" {
+		files = append(files, os.NewFile(5, "reports"))
+	}
 	say := func(format string, a ...any) int {
 		if _, err := fmt.Fprintf(rep, format+"\n", a...); err != nil {
 			return 1
@@ -178,7 +187,7 @@ func execGuard(args []string) int {
 	if err != nil {
 		return say("start %v", err)
 	}
-	proc, err := os.StartProcess(path, command, &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	proc, err := os.StartProcess(path, command, &os.ProcAttr{Files: files,
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}})
 	if err != nil {
 		return say("start %v", err)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -24,6 +25,9 @@ func runCommand(ctx context.Context, cfg ExecConfig, run commandRun) (commandEnd
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.Env = bytes.NewReader(run.stdin), run.stdout, run.stderr, run.env
+	if run.reports != nil {
+		cmd.ExtraFiles = []*os.File{run.reports} // fd 3 (CKS_REPORT_FD)
+	}
 	// Output held open by a straggler of the group must not hold Wait.
 	cmd.WaitDelay = cfg.KillGrace
 	if err := cmd.Start(); err != nil {

@@ -124,6 +124,7 @@ type Executor interface {
 	LeaderExecutor
 	ScheduleExecutor
 	LimitExecutor
+	UsageExecutor
 	PrincipalExecutor
 	SessionExecutor
 	// Notify publishes topic, delivered to listeners when (and only if)
@@ -1330,6 +1331,68 @@ type LimitExecutor interface {
 	// KeyStartsPrune deletes the starts at or before before and reports
 	// how many.
 	KeyStartsPrune(ctx context.Context, before time.Time) (int, error)
+}
+
+// UsageRow is one row of cks_usage: what one report_usage said an
+// attempt spent. CostNanos is the cost in billionths of Currency's unit.
+type UsageRow struct {
+	ID              int64
+	TaskID          int64
+	Attempt         int
+	Restart         int
+	Type            string
+	ConcurrencyKeys string
+	Model           string
+	InputTokens     int64
+	OutputTokens    int64
+	CostNanos       int64
+	Currency        string
+	Agent           string
+	Principal       string
+	ReportedAt      time.Time
+}
+
+// UsageOfTaskParams pages a task's reports: those after usage id After,
+// at most Limit.
+type UsageOfTaskParams struct {
+	TaskID int64
+	After  int64
+	Limit  int
+}
+
+// UsagePageParams pages the reports before Until in the order of their
+// time: those after (AfterAt, AfterID), at most Limit.
+type UsagePageParams struct {
+	AfterAt time.Time
+	AfterID int64
+	Until   time.Time
+	Limit   int
+}
+
+// TaskSpendRow is one row of cks_task_spend: a task's budget (0: none)
+// and what its attempts reported spending.
+type TaskSpendRow struct {
+	TaskID       int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	InputTokens  int64
+	OutputTokens int64
+	CostNanos    int64
+	Reports      int64
+}
+
+// UsageExecutor holds the primitives of usage and spend (issue 43).
+type UsageExecutor interface {
+	// UsageInsert records r and returns it with its id.
+	UsageInsert(ctx context.Context, r UsageRow) (UsageRow, error)
+	// UsageOfTask returns a page of a task's reports, oldest first.
+	UsageOfTask(ctx context.Context, p UsageOfTaskParams) ([]UsageRow, error)
+	// UsagePage returns a page of the reports of a window, in time order.
+	UsagePage(ctx context.Context, p UsagePageParams) ([]UsageRow, error)
+	// TaskSpendGet returns the task's spend row (none when it has none).
+	TaskSpendGet(ctx context.Context, taskID int64) ([]TaskSpendRow, error)
+	// TaskSpendPut stores r, replacing the task's row.
+	TaskSpendPut(ctx context.Context, r TaskSpendRow) error
 }
 
 // PrincipalRow is one row of cks_principals.

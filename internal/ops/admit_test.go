@@ -42,7 +42,9 @@ var bases = map[string]string{
 	"reject_review": `{"task_id":1,"lease_token":"x"}`, "list_agents": `{}`, "agent_status": `{"agent_id":"lease_reaper"}`,
 	"pause_type": `{"type":"build","reason":"provider down"}`, "resume_type": `{"type":"build"}`, "list_paused_types": `{}`,
 	"set_limit": `{"name":"openai","pattern":"openai:*","max_running":4}`, "list_limits": `{}`, "delete_limit": `{"name":"openai"}`,
-	"start_agent": `{"agent_id":"lease_reaper"}`, "stop_agent": `{"agent_id":"lease_reaper"}`,
+	"report_usage": `{"task_id":1,"lease_token":"t","model":"gpt-5","input_tokens":10,"output_tokens":5,"cost":"0.01"}`,
+	"get_usage":    `{"by":["model"],"since":"1h"}`,
+	"start_agent":  `{"agent_id":"lease_reaper"}`, "stop_agent": `{"agent_id":"lease_reaper"}`,
 	"submit_research": `{"question":"q"}`, "list_objects": `{}`, "get_object": `{"object_id":1}`,
 	"list_object_versions": `{"object_id":1}`, "write_object_version": `{"object_id":1,"base_version":1,"content":{}}`,
 	"create_token": `{"name":"n","grants":[{"resource":"/","permission":"read"}]}`, "list_tokens": `{}`,
@@ -180,6 +182,8 @@ func scalarProbes(b *jsonschema.Schema, field string, set func(map[string]any, a
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "open ai", at: "openai:gpt-5", set: set})
 	case cks.LimitPatternPattern:
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "open*ai", at: "openai:*", set: set})
+	case cks.CostPattern:
+		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "1e3", at: "0.0125", set: set})
 	default:
 		panic("a pattern the test does not probe: " + b.Pattern)
 	}

@@ -92,6 +92,7 @@ var apiTags = []struct{ name, description string }{
 	{"sweepers", "the hub's background sweepers"},
 	{"types", "task types held fleet-wide (pause and resume)"},
 	{"limits", "concurrency limits on the keys tasks carry"},
+	{"usage", "what agents reported spending: tokens and cost"},
 	{"schedules", "schedules: tasks created at the slots of cron expressions"},
 	{"objects", "the knowledge store and the research pipeline"},
 	{"tokens", "bearer tokens and their grants"},

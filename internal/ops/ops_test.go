@@ -28,10 +28,10 @@ var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop", "report_process",
 	"list_tasks", "task_stats", "list_unclaimed_types", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
 	"retry_task", "bulk_stop_tasks", "bulk_start_tasks", "bulk_cancel_tasks", "bulk_retry_tasks",
-	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "confirm_abort",
+	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "report_usage", "confirm_abort",
 	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
-	"pause_type", "resume_type", "list_paused_types", "set_limit", "list_limits", "delete_limit",
+	"pause_type", "resume_type", "list_paused_types", "set_limit", "list_limits", "delete_limit", "get_usage",
 	"create_schedule", "list_schedules", "get_schedule", "pause_schedule", "resume_schedule", "trigger_schedule", "delete_schedule",
 	"submit_research", "list_objects", "get_object", "list_object_versions", "write_object_version",
 }
@@ -132,6 +132,9 @@ func fillSample(v reflect.Value, s *jsonschema.Schema) {
 		switch fv.Kind() {
 		case reflect.String:
 			fv.SetString("x-" + strings.ToLower(f.Name))
+			if prop != nil && prop.Pattern == cks.CostPattern {
+				fv.SetString("0.5")
+			}
 		case reflect.Int, reflect.Int64:
 			fv.SetInt(7)
 		case reflect.Bool:

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/runtime/pipeline"
@@ -110,6 +111,23 @@ var concurrencyKeys = rule{items: cks.MaxConcurrencyKeys, nonEmpty: true, maxLen
 		return err
 	}}
 
+// tokens is the rule of a count of tokens of a usage report; maxTokens of
+// a task's budget of them (0: none).
+var (
+	tokens    = num(0, cks.MaxUsageTokens, nil).with(fmt.Sprintf("a count of tokens from 0 to %d", int64(cks.MaxUsageTokens)))
+	maxTokens = num(0, cks.MaxUsageTokens, nil).with(fmt.Sprintf("a budget of tokens from 1 to %d (0 or absent: none)", int64(cks.MaxUsageTokens)))
+)
+
+// costRule is the rule of a cost or a budget of one: an exact decimal
+// string (cks.ParseCost).
+var costRule = rule{maxLen: 32, pattern: cks.CostPattern, is: func(s string) error {
+	if s == "" {
+		return nil // none
+	}
+	_, err := cks.ParseCost("cost", s)
+	return err
+}}
+
 // instanceID is the rule of a process instance id.
 var instanceID = rule{nonEmpty: true, maxLen: cks.MaxProcessKindLen, pattern: cks.ProcessKindPattern,
 	is: func(s string) error { return cks.ValidateInstanceID("instance_id", s) }}
@@ -163,8 +181,8 @@ var declared = map[reflect.Type]fields{
 	typeOf[cks.TaskPatch](): {"priority": num(0, cks.MaxPriority, nil),
 		"add_depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"), "remove_depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"),
 		"add_children": {items: cks.MaxAddChildren}, "cancel_children": ids(cks.MaxCancelChildren).with("ids of existing tasks"),
-		"concurrency_keys": concurrencyKeys},
-	typeOf[cks.NewTask](): {"type": taskType,
+		"concurrency_keys": concurrencyKeys, "max_tokens": maxTokens, "max_cost": costRule},
+	typeOf[cks.NewTask](): {"type": taskType, "max_tokens": maxTokens, "max_cost": costRule,
 		"priority":     num(0, cks.MaxPriority, 0),
 		"max_attempts": num(1, cks.MaxMaxAttempts, cks.DefaultMaxAttempts),
 		"parent_id":    id.with("the id of an existing task"), "depends_on": ids(cks.MaxDependsOn).with("ids of existing tasks"),
@@ -232,7 +250,25 @@ var declared = map[reflect.Type]fields{
 			_, err := cks.LimitInput{Interval: cks.Duration(s)}.IntervalDuration()
 			return err
 		}}},
-	typeOf[cks.LimitNameInput]():   {"name": limitName},
+	typeOf[cks.LimitNameInput](): {"name": limitName},
+	typeOf[cks.ReportUsageInput](): {"input_tokens": tokens, "output_tokens": tokens, "model": {maxLen: cks.MaxModelLen},
+		"cost": costRule, "currency": oneOf(cks.CurrencyUSD)},
+	typeOf[cks.GetUsageInput](): {"by": names(cks.UsageGroupings...), "task_id": id, "limit": num(1, cks.MaxUsageRows, cks.DefaultListLimit),
+		"since": {maxLen: 32, is: func(s string) error {
+			if s == "" {
+				return nil // 24h
+			}
+			_, err := usageDuration("since", s, time.Second, cks.MaxUsageSince)
+			return err
+		}},
+		"every": {maxLen: 32, is: func(s string) error {
+			if s == "" {
+				return nil // no buckets
+			}
+			_, err := usageDuration("every", s, cks.MinUsageEvery, cks.MaxUsageSince)
+			return err
+		}},
+		"type": {maxLen: cks.MaxTaskTypeLen}, "key": {maxLen: cks.MaxConcurrencyKeyLen}, "model": {maxLen: cks.MaxModelLen}},
 	typeOf[cks.CheckStoredInput](): {"what": oneOf(cks.StoredKinds[:]...), "cursor": from(0).with("an id")},
 }
 

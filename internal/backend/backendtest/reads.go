@@ -69,6 +69,7 @@ type counted struct {
 	driver.LeaderExecutor
 	driver.ScheduleExecutor
 	driver.LimitExecutor
+	driver.UsageExecutor
 	driver.PrincipalExecutor
 	driver.SessionExecutor
 	ke          driver.Executor
@@ -77,7 +78,7 @@ type counted struct {
 }
 
 func newCounted(c *ReadCounter, ex driver.Executor, inTx, write bool) counted {
-	return counted{TaskExecutor: ex, LivenessExecutor: ex, ControlExecutor: ex, LeaderExecutor: ex, ScheduleExecutor: ex, LimitExecutor: ex, PrincipalExecutor: ex,
+	return counted{TaskExecutor: ex, LivenessExecutor: ex, ControlExecutor: ex, LeaderExecutor: ex, ScheduleExecutor: ex, LimitExecutor: ex, UsageExecutor: ex, PrincipalExecutor: ex,
 		SessionExecutor: ex, ke: ex, c: c, inTx: inTx, write: write}
 }
 

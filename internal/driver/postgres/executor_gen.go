@@ -300,6 +300,19 @@ func evidenceRowOf(r dbsqlc.CksTaskEvidence) driver.EvidenceRow {
 	}
 }
 
+// taskSpendRowOf reads a dbsqlc.CksTaskSpend as a driver.TaskSpendRow.
+func taskSpendRowOf(r dbsqlc.CksTaskSpend) driver.TaskSpendRow {
+	return driver.TaskSpendRow{
+		TaskID:       r.TaskID,
+		MaxTokens:    r.MaxTokens,
+		MaxCostNanos: r.MaxCostNanos,
+		InputTokens:  r.InputTokens,
+		OutputTokens: r.OutputTokens,
+		CostNanos:    r.CostNanos,
+		Reports:      r.Reports,
+	}
+}
+
 // transitionRowOf reads a dbsqlc.CksTransitionLog as a driver.TransitionRow.
 func transitionRowOf(r dbsqlc.CksTransitionLog) driver.TransitionRow {
 	return driver.TransitionRow{
@@ -312,6 +325,26 @@ func transitionRowOf(r dbsqlc.CksTransitionLog) driver.TransitionRow {
 		ReasoningNodeID: nullable.Deref(r.ReasoningNodeID),
 		ContentHash:     r.ContentHash,
 		Round:           int(r.Round),
+	}
+}
+
+// usageRowOf reads a dbsqlc.CksUsage as a driver.UsageRow.
+func usageRowOf(r dbsqlc.CksUsage) driver.UsageRow {
+	return driver.UsageRow{
+		ID:              r.UsageID,
+		TaskID:          r.TaskID,
+		Attempt:         int(r.Attempt),
+		Restart:         int(r.Restart),
+		Type:            r.Type,
+		ConcurrencyKeys: r.ConcurrencyKeys,
+		Model:           r.Model,
+		InputTokens:     r.InputTokens,
+		OutputTokens:    r.OutputTokens,
+		CostNanos:       r.CostNanos,
+		Currency:        r.Currency,
+		Agent:           r.Agent,
+		Principal:       r.Principal,
+		ReportedAt:      driver.Time(r.ReportedAt),
 	}
 }
 
@@ -1189,6 +1222,19 @@ func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPu
 	}
 }
 
+// taskSpendPutParams writes a driver.TaskSpendRow as dbsqlc.TaskSpendPutParams.
+func taskSpendPutParams(p driver.TaskSpendRow) dbsqlc.TaskSpendPutParams {
+	return dbsqlc.TaskSpendPutParams{
+		TaskID:       p.TaskID,
+		MaxTokens:    p.MaxTokens,
+		MaxCostNanos: p.MaxCostNanos,
+		InputTokens:  p.InputTokens,
+		OutputTokens: p.OutputTokens,
+		CostNanos:    p.CostNanos,
+		Reports:      p.Reports,
+	}
+}
+
 // taskUpdateParams writes a driver.TaskRow as dbsqlc.TaskUpdateParams.
 func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 	return dbsqlc.TaskUpdateParams{
@@ -1294,6 +1340,44 @@ func typePauseParams(p driver.PausedTypeRow) dbsqlc.TypePauseParams {
 		PausedBy: p.PausedBy,
 		Reason:   p.Reason,
 		PausedAt: driver.Time(p.PausedAt),
+	}
+}
+
+// usageInsertParams writes a driver.UsageRow as dbsqlc.UsageInsertParams.
+func usageInsertParams(p driver.UsageRow) dbsqlc.UsageInsertParams {
+	return dbsqlc.UsageInsertParams{
+		TaskID:          p.TaskID,
+		Attempt:         int32(p.Attempt),
+		Restart:         int32(p.Restart),
+		Type:            p.Type,
+		ConcurrencyKeys: p.ConcurrencyKeys,
+		Model:           p.Model,
+		InputTokens:     p.InputTokens,
+		OutputTokens:    p.OutputTokens,
+		CostNanos:       p.CostNanos,
+		Currency:        p.Currency,
+		Agent:           p.Agent,
+		Principal:       p.Principal,
+		ReportedAt:      driver.Time(p.ReportedAt),
+	}
+}
+
+// usageOfTaskParams writes a driver.UsageOfTaskParams as dbsqlc.UsageOfTaskParams.
+func usageOfTaskParams(p driver.UsageOfTaskParams) dbsqlc.UsageOfTaskParams {
+	return dbsqlc.UsageOfTaskParams{
+		TaskID: p.TaskID,
+		After:  p.After,
+		Limit:  int32(p.Limit),
+	}
+}
+
+// usagePageParams writes a driver.UsagePageParams as dbsqlc.UsagePageParams.
+func usagePageParams(p driver.UsagePageParams) dbsqlc.UsagePageParams {
+	return dbsqlc.UsagePageParams{
+		AfterAt: driver.Time(p.AfterAt),
+		AfterID: p.AfterID,
+		Until:   driver.Time(p.Until),
+		Limit:   int32(p.Limit),
 	}
 }
 
@@ -2630,6 +2714,25 @@ func eachTaskListUpdatedDesc(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.Tas
 	return rows.Err()
 }
 
+// eachTaskSpendGet runs dbsqlc's TaskSpendGet, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachTaskSpendGet(ctx context.Context, db dbsqlc.DBTX, taskID int64, each func(*dbsqlc.CksTaskSpend)) error {
+	rows, err := db.Query(ctx, dbsqlc.TaskSpendGet, taskID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskSpend
+	dest := []any{&i.TaskID, &i.MaxTokens, &i.MaxCostNanos, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Reports}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachTransitionList runs dbsqlc's TransitionList, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachTransitionList(ctx context.Context, db dbsqlc.DBTX, objectID int64, each func(*dbsqlc.CksTransitionLog)) error {
@@ -2697,6 +2800,44 @@ func eachTypePausedList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.C
 	defer rows.Close()
 	var i dbsqlc.CksPausedType
 	dest := []any{&i.Type, &i.PausedBy, &i.Reason, &i.PausedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachUsageOfTask runs dbsqlc's UsageOfTask, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachUsageOfTask(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.UsageOfTaskParams, each func(*dbsqlc.CksUsage)) error {
+	rows, err := db.Query(ctx, dbsqlc.UsageOfTask, arg.TaskID, arg.After, arg.Limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksUsage
+	dest := []any{&i.UsageID, &i.TaskID, &i.Attempt, &i.Restart, &i.Type, &i.ConcurrencyKeys, &i.Model, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Currency, &i.Agent, &i.Principal, &i.ReportedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachUsagePage runs dbsqlc's UsagePage, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachUsagePage(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.UsagePageParams, each func(*dbsqlc.CksUsage)) error {
+	rows, err := db.Query(ctx, dbsqlc.UsagePage, arg.AfterAt, arg.AfterID, arg.Until, arg.Limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksUsage
+	dest := []any{&i.UsageID, &i.TaskID, &i.Attempt, &i.Restart, &i.Type, &i.ConcurrencyKeys, &i.Model, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Currency, &i.Agent, &i.Principal, &i.ReportedAt}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -3703,6 +3844,53 @@ func (e *executor) KeyStartsPrune(ctx context.Context, before time.Time) (int, e
 		return 0, mapErr("key starts prune", err)
 	}
 	return int(x), nil
+}
+
+// UsageInsert implements driver.Executor with dbsqlc's UsageInsert.
+func (e *executor) UsageInsert(ctx context.Context, arg driver.UsageRow) (driver.UsageRow, error) {
+	x, err := e.d.q.UsageInsert(ctx, e.db, usageInsertParams(arg))
+	if err != nil {
+		return driver.UsageRow{}, mapErr("usage insert", err)
+	}
+	return usageRowOf(x), nil
+}
+
+// UsageOfTask implements driver.Executor with dbsqlc's UsageOfTask.
+func (e *executor) UsageOfTask(ctx context.Context, p driver.UsageOfTaskParams) ([]driver.UsageRow, error) {
+	out := []driver.UsageRow{}
+	add := func(r *dbsqlc.CksUsage) { out = append(out, usageRowOf(*r)) }
+	err := eachUsageOfTask(ctx, e.db, usageOfTaskParams(p), add)
+	if err != nil {
+		return nil, mapErr("usage of task", err)
+	}
+	return out, nil
+}
+
+// UsagePage implements driver.Executor with dbsqlc's UsagePage.
+func (e *executor) UsagePage(ctx context.Context, p driver.UsagePageParams) ([]driver.UsageRow, error) {
+	out := []driver.UsageRow{}
+	add := func(r *dbsqlc.CksUsage) { out = append(out, usageRowOf(*r)) }
+	err := eachUsagePage(ctx, e.db, usagePageParams(p), add)
+	if err != nil {
+		return nil, mapErr("usage page", err)
+	}
+	return out, nil
+}
+
+// TaskSpendGet implements driver.Executor with dbsqlc's TaskSpendGet.
+func (e *executor) TaskSpendGet(ctx context.Context, taskID int64) ([]driver.TaskSpendRow, error) {
+	out := []driver.TaskSpendRow{}
+	add := func(r *dbsqlc.CksTaskSpend) { out = append(out, taskSpendRowOf(*r)) }
+	err := eachTaskSpendGet(ctx, e.db, taskID, add)
+	if err != nil {
+		return nil, mapErr(fmt.Sprint("task spend get ", taskID), err)
+	}
+	return out, nil
+}
+
+// TaskSpendPut implements driver.Executor with dbsqlc's TaskSpendPut.
+func (e *executor) TaskSpendPut(ctx context.Context, arg driver.TaskSpendRow) error {
+	return mapErr("task spend put", e.d.q.TaskSpendPut(ctx, e.db, taskSpendPutParams(arg)))
 }
 
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.

@@ -25,6 +25,8 @@ func Tables() []Table {
 		pausedTypes(),
 		limits(),
 		keyStarts(),
+		usage(),
+		taskSpend(),
 		leaders(),
 		schedules(),
 		objects(),
@@ -555,6 +557,60 @@ func keyStarts() Table {
 			at("started_at"),
 		},
 		Indexes: []Index{{Name: "idx_key_starts_at", Keys: []Key{K("started_at")}}},
+	}
+}
+
+func usage() Table {
+	big := func(name string) Column { return Column{Name: name, Type: BigInt, NotNull: true, Default: Zero} }
+	return Table{
+		// Issue 43: one row per report_usage — what one call of an attempt
+		// spent (tokens, and cost in billionths of a unit: exact, never a
+		// float), with the task's type and concurrency keys as they were,
+		// so that a report is summed by any of them without a join. No
+		// reference to the task: what was spent stays on the books when
+		// the task is purged.
+		Name: "cks_usage",
+		Columns: []Column{
+			pk("usage_id"),
+			{Name: "task_id", Type: BigInt, NotNull: true},
+			reqInt("attempt"),
+			intOr("restart", "0"),
+			text("type"),
+			textOr("concurrency_keys"),
+			textOr("model"),
+			big("input_tokens"),
+			big("output_tokens"),
+			big("cost_nanos"),
+			text("currency"),
+			textOr("agent"),
+			textOr("principal"),
+			at("reported_at"),
+		},
+		Indexes: []Index{
+			{Name: "idx_usage_task", Keys: []Key{K("task_id"), K("usage_id")}},
+			{Name: "idx_usage_reported", Keys: []Key{K("reported_at"), K("usage_id")}},
+		},
+	}
+}
+
+func taskSpend() Table {
+	big := func(name string) Column { return Column{Name: name, Type: BigInt, NotNull: true, Default: Zero} }
+	return Table{
+		// Issue 43: a task's budget (max_tokens, max_cost; 0: none) and
+		// what its attempts spent against it, a row only for a task that
+		// has a budget or reported usage. report_usage adds to it in the
+		// transaction that holds the task's row, so a breach is decided
+		// once.
+		Name: "cks_task_spend",
+		Columns: []Column{
+			{Name: "task_id", Type: BigInt, PrimaryKey: true},
+			big("max_tokens"),
+			big("max_cost_nanos"),
+			big("input_tokens"),
+			big("output_tokens"),
+			big("cost_nanos"),
+			big("reports"),
+		},
 	}
 }
 

@@ -635,6 +635,28 @@ func evidenceRowsOf(rows []dbsqlc.CksTaskEvidence) ([]driver.EvidenceRow, error)
 	return out, nil
 }
 
+// taskSpendRowOf reads a dbsqlc.CksTaskSpend as a driver.TaskSpendRow.
+func taskSpendRowOf(r dbsqlc.CksTaskSpend) driver.TaskSpendRow {
+	return driver.TaskSpendRow{
+		TaskID:       r.TaskID,
+		MaxTokens:    r.MaxTokens,
+		MaxCostNanos: r.MaxCostNanos,
+		InputTokens:  r.InputTokens,
+		OutputTokens: r.OutputTokens,
+		CostNanos:    r.CostNanos,
+		Reports:      r.Reports,
+	}
+}
+
+// taskSpendRowsOf reads rows with taskSpendRowOf.
+func taskSpendRowsOf(rows []dbsqlc.CksTaskSpend) []driver.TaskSpendRow {
+	out := make([]driver.TaskSpendRow, len(rows))
+	for i, r := range rows {
+		out[i] = taskSpendRowOf(r)
+	}
+	return out
+}
+
 // transitionRowOf reads a dbsqlc.CksTransitionLog as a driver.TransitionRow.
 func transitionRowOf(r dbsqlc.CksTransitionLog) (driver.TransitionRow, error) {
 	ts, err := parseTime(r.Ts)
@@ -660,6 +682,42 @@ func transitionRowsOf(rows []dbsqlc.CksTransitionLog) ([]driver.TransitionRow, e
 	for i, r := range rows {
 		var err error
 		if out[i], err = transitionRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// usageRowOf reads a dbsqlc.CksUsage as a driver.UsageRow.
+func usageRowOf(r dbsqlc.CksUsage) (driver.UsageRow, error) {
+	reportedAt, err := parseTime(r.ReportedAt)
+	if err != nil {
+		return driver.UsageRow{}, fmt.Errorf("UsageRow ReportedAt: %w", err)
+	}
+	return driver.UsageRow{
+		ID:              r.UsageID,
+		TaskID:          r.TaskID,
+		Attempt:         int(r.Attempt),
+		Restart:         int(r.Restart),
+		Type:            r.Type,
+		ConcurrencyKeys: r.ConcurrencyKeys,
+		Model:           r.Model,
+		InputTokens:     r.InputTokens,
+		OutputTokens:    r.OutputTokens,
+		CostNanos:       r.CostNanos,
+		Currency:        r.Currency,
+		Agent:           r.Agent,
+		Principal:       r.Principal,
+		ReportedAt:      reportedAt,
+	}, nil
+}
+
+// usageRowsOf reads rows with usageRowOf.
+func usageRowsOf(rows []dbsqlc.CksUsage) ([]driver.UsageRow, error) {
+	out := make([]driver.UsageRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = usageRowOf(r); err != nil {
 			return nil, err
 		}
 	}
@@ -1240,6 +1298,19 @@ func taskPurgeCandidatesParams(p driver.TaskPurgeCandidatesParams) dbsqlc.TaskPu
 	}
 }
 
+// taskSpendPutParams writes a driver.TaskSpendRow as dbsqlc.TaskSpendPutParams.
+func taskSpendPutParams(p driver.TaskSpendRow) dbsqlc.TaskSpendPutParams {
+	return dbsqlc.TaskSpendPutParams{
+		TaskID:       p.TaskID,
+		MaxTokens:    p.MaxTokens,
+		MaxCostNanos: p.MaxCostNanos,
+		InputTokens:  p.InputTokens,
+		OutputTokens: p.OutputTokens,
+		CostNanos:    p.CostNanos,
+		Reports:      p.Reports,
+	}
+}
+
 // taskUpdateParams writes a driver.TaskRow as dbsqlc.TaskUpdateParams.
 func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 	return dbsqlc.TaskUpdateParams{
@@ -1307,6 +1378,44 @@ func typePauseParams(p driver.PausedTypeRow) dbsqlc.TypePauseParams {
 		PausedBy: p.PausedBy,
 		Reason:   p.Reason,
 		PausedAt: fmtTime(p.PausedAt),
+	}
+}
+
+// usageInsertParams writes a driver.UsageRow as dbsqlc.UsageInsertParams.
+func usageInsertParams(p driver.UsageRow) dbsqlc.UsageInsertParams {
+	return dbsqlc.UsageInsertParams{
+		TaskID:          p.TaskID,
+		Attempt:         int64(p.Attempt),
+		Restart:         int64(p.Restart),
+		Type:            p.Type,
+		ConcurrencyKeys: p.ConcurrencyKeys,
+		Model:           p.Model,
+		InputTokens:     p.InputTokens,
+		OutputTokens:    p.OutputTokens,
+		CostNanos:       p.CostNanos,
+		Currency:        p.Currency,
+		Agent:           p.Agent,
+		Principal:       p.Principal,
+		ReportedAt:      fmtTime(p.ReportedAt),
+	}
+}
+
+// usageOfTaskParams writes a driver.UsageOfTaskParams as dbsqlc.UsageOfTaskParams.
+func usageOfTaskParams(p driver.UsageOfTaskParams) dbsqlc.UsageOfTaskParams {
+	return dbsqlc.UsageOfTaskParams{
+		TaskID: p.TaskID,
+		After:  p.After,
+		Limit:  int64(p.Limit),
+	}
+}
+
+// usagePageParams writes a driver.UsagePageParams as dbsqlc.UsagePageParams.
+func usagePageParams(p driver.UsagePageParams) dbsqlc.UsagePageParams {
+	return dbsqlc.UsagePageParams{
+		AfterAt: fmtTime(p.AfterAt),
+		AfterID: p.AfterID,
+		Until:   fmtTime(p.Until),
+		Limit:   int64(p.Limit),
 	}
 }
 
@@ -2268,6 +2377,54 @@ func (e *executor) KeyStartsPrune(ctx context.Context, before time.Time) (int, e
 		return nil
 	})
 	return out, err
+}
+
+// UsageInsert implements driver.Executor with dbsqlc's UsageInsert.
+func (e *executor) UsageInsert(ctx context.Context, arg driver.UsageRow) (driver.UsageRow, error) {
+	var out driver.UsageRow
+	err := e.write(ctx, "usage insert", func(w *wtx) error {
+		x, err := e.d.q.UsageInsert(ctx, w, usageInsertParams(arg))
+		if err != nil {
+			return mapErr("usage insert", err)
+		}
+		out, err = usageRowOf(x)
+		return err
+	})
+	return out, err
+}
+
+// UsageOfTask implements driver.Executor with dbsqlc's UsageOfTask.
+func (e *executor) UsageOfTask(ctx context.Context, p driver.UsageOfTaskParams) ([]driver.UsageRow, error) {
+	x, err := e.d.q.UsageOfTask(ctx, e.read, usageOfTaskParams(p))
+	if err != nil {
+		return nil, mapErr("usage of task", err)
+	}
+	return usageRowsOf(x)
+}
+
+// UsagePage implements driver.Executor with dbsqlc's UsagePage.
+func (e *executor) UsagePage(ctx context.Context, p driver.UsagePageParams) ([]driver.UsageRow, error) {
+	x, err := e.d.q.UsagePage(ctx, e.read, usagePageParams(p))
+	if err != nil {
+		return nil, mapErr("usage page", err)
+	}
+	return usageRowsOf(x)
+}
+
+// TaskSpendGet implements driver.Executor with dbsqlc's TaskSpendGet.
+func (e *executor) TaskSpendGet(ctx context.Context, taskID int64) ([]driver.TaskSpendRow, error) {
+	x, err := e.d.q.TaskSpendGet(ctx, e.read, taskID)
+	if err != nil {
+		return nil, mapErr(fmt.Sprint("task spend get ", taskID), err)
+	}
+	return taskSpendRowsOf(x), nil
+}
+
+// TaskSpendPut implements driver.Executor with dbsqlc's TaskSpendPut.
+func (e *executor) TaskSpendPut(ctx context.Context, arg driver.TaskSpendRow) error {
+	return e.write(ctx, "task spend put", func(w *wtx) error {
+		return mapErr("task spend put", e.d.q.TaskSpendPut(ctx, w, taskSpendPutParams(arg)))
+	})
 }
 
 // PrincipalInsert implements driver.Executor with dbsqlc's PrincipalInsert.

@@ -34,6 +34,7 @@ type Store interface {
 	AddEvidence(ctx context.Context, id int64, leaseToken, kind, body string) (cks.Evidence, error)
 	RecordDecision(ctx context.Context, id int64, leaseToken, kind, text string, derivedFromRevision int) (cks.Decision, error)
 	ReuseWorkspace(ctx context.Context, id int64, leaseToken, path string, derivedFromRevision int) (cks.Decision, error)
+	ReportUsage(ctx context.Context, id int64, leaseToken string, u cks.UsageInput) (cks.UsageReport, error)
 	ConfirmAbort(ctx context.Context, id int64, leaseToken string) (cks.Abort, error)
 	LeaseHeld(ctx context.Context, id int64, leaseToken string) (bool, error)
 	GetTask(ctx context.Context, id int64) (cks.Task, error)
@@ -279,7 +280,7 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 	}
 	res, rerr := func() (Result, error) {
 		defer hb.Stop() // also when resolve panics: nothing of the run is left running
-		return resolve(kctx, &Attempt{e: e, task: t, token: token})
+		return resolve(kctx, &Attempt{e: e, task: t, token: token, over: func(string) { r.abort(errLeaseLost) }})
 	}()
 
 	// The outcome is written even when ctx has ended: it must not be lost.
@@ -572,6 +573,8 @@ type Attempt struct {
 	e     *Executor
 	task  cks.Task
 	token string // the lease's; the resolver's writes go through Attempt
+	// over ends the attempt as an abort does: a report used its budget up.
+	over func(why string)
 }
 
 // Task returns the task as it stood when claimed (a read view: without the
@@ -601,6 +604,23 @@ func (a *Attempt) Decide(ctx context.Context, kind, text string) (cks.Decision, 
 		out, err = a.e.st.RecordDecision(ctx, a.task.ID, a.token, kind, text, a.task.Revision)
 		return err
 	})
+	return out, err
+}
+
+// ReportUsage records what one call of this attempt spent (report_usage;
+// docs/spend.md), retried as Evidence is. When the report uses the task's
+// budget up (BudgetExceeded), the ledger has moved the task to NEEDS_INPUT
+// and aborted this attempt: the attempt's context is cancelled (as by a
+// stop) and the abort confirmed once the resolver returns.
+func (a *Attempt) ReportUsage(ctx context.Context, u cks.UsageInput) (cks.UsageReport, error) {
+	var out cks.UsageReport
+	err := a.e.write(ctx, a.task, "usage", func() (err error) {
+		out, err = a.e.st.ReportUsage(ctx, a.task.ID, a.token, u)
+		return err
+	})
+	if err == nil && out.BudgetExceeded != "" {
+		a.over(out.BudgetExceeded)
+	}
 	return out, err
 }
 

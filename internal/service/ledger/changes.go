@@ -24,7 +24,7 @@ const MinOldKept = 4 << 10
 // p sets, in the order of p.Fields, with the value it had and the value p
 // gives it, as the JSON the event stores ("" for none). runAfter is the
 // task's run_after after the edit.
-func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task, runAfter time.Time) (string, error) {
+func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task, runAfter time.Time, budget, newBudget budget) (string, error) {
 	var out []cks.FieldChange
 	for _, f := range p.Fields() {
 		var c cks.FieldChange
@@ -62,6 +62,10 @@ func editChanges(cur driver.TaskRow, p cks.TaskPatch, children []cks.Task, runAf
 				return "", err
 			}
 			c = cks.FieldChange{Old: jsonOf(orEmpty(old)), New: jsonOf(orEmpty(*p.ConcurrencyKeys))}
+		case "max_tokens":
+			c = cks.FieldChange{Old: jsonOf(budget.MaxTokens), New: jsonOf(newBudget.MaxTokens)}
+		case "max_cost":
+			c = cks.FieldChange{Old: jsonOf(budget.MaxCost), New: jsonOf(newBudget.MaxCost)}
 		case "add_depends_on":
 			c.New = jsonOf(p.AddDependsOn)
 		case "remove_depends_on":

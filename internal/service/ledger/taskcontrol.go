@@ -185,6 +185,10 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	if err != nil {
 		return out, err
 	}
+	budget, newBudget, err := patchBudget(ctx, ex, id, p)
+	if err != nil {
+		return out, err
+	}
 	state := cks.TaskState(cur.State)
 	material := p.Material()
 	fields := strings.Join(p.Fields(), ", ")
@@ -209,7 +213,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 			return out, err
 		}
 		out.Children = children
-		changes, err := editChanges(cur, p, children, applied.RunAfter)
+		changes, err := editChanges(cur, p, children, applied.RunAfter, budget, newBudget)
 		if err != nil {
 			return out, err
 		}
@@ -234,7 +238,7 @@ func (s *Service) updateTx(ctx context.Context, ex driver.Executor, now time.Tim
 	out.Children = children
 	// The edit's own event: who changed which fields, from what to what,
 	// and when.
-	changes, err := editChanges(cur, p, children, applied.RunAfter)
+	changes, err := editChanges(cur, p, children, applied.RunAfter, budget, newBudget)
 	if err != nil {
 		return out, err
 	}
@@ -411,6 +415,15 @@ func (s *Service) applyPatch(ctx context.Context, ex driver.Executor, now time.T
 	}
 	if !p.ExpiresAt.IsZero() {
 		if cur.ExpiresAt, err = expiresAt(cks.NewTask{ExpiresAt: p.ExpiresAt}, now, cur.RunAfter, "expires_at"); err != nil {
+			return cur, nil, err
+		}
+	}
+	if p.MaxTokens != nil || p.MaxCost != nil {
+		_, b, err := patchBudget(ctx, ex, cur.ID, p)
+		if err != nil {
+			return cur, nil, err
+		}
+		if _, err := putBudget(ctx, ex, cur.ID, b); err != nil {
 			return cur, nil, err
 		}
 	}

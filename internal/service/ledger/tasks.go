@@ -259,6 +259,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
 	rows := make([]driver.TaskRow, len(fresh))
+	budgets := make([]budget, len(fresh))
 	states := make([]cks.TaskState, len(fresh))
 	reasons := make([]string, len(fresh))
 	ready := false
@@ -296,6 +297,9 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		}
 		rows[k].AttemptTimeoutMs = timeout.Milliseconds()
 		rows[k].ConcurrencyKeys = encodeKeys(n.ConcurrencyKeys)
+		if budgets[k], err = parseBudget(n.MaxTokens, n.MaxCost, func(f string) string { return name(i, f) }); err != nil {
+			return nil, err
+		}
 		if rows[k].ExpiresAt, err = expiresAt(n, now, rows[k].RunAfter, name(i, "expires_at")); err != nil {
 			return nil, err
 		}
@@ -326,6 +330,14 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 				ds = slices.Sorted(slices.Values(n.DependsOn))
 			}
 			out[fresh[k]].Task = toTask(r, ds)
+			if budgets[k].set() {
+				sp, err := putBudget(ctx, ex, r.ID, budgets[k])
+				if err != nil {
+					return nil, err
+				}
+				spend := toSpend(sp)
+				out[fresh[k]].Task.Spend = &spend
+			}
 		}
 		if err := ex.TaskDepInsertMany(ctx, edges); err != nil {
 			return nil, fmt.Errorf("enqueue: dependencies: %w", err)
@@ -518,7 +530,7 @@ func (s *Service) GetTask(ctx context.Context, id int64) (cks.Task, error) {
 			aborts = append(aborts, toAbort(a))
 		}
 		groupAttempts(&t, evidence, decisions, aborts)
-		return nil
+		return spendOfTask(ctx, ex, &t)
 	})
 	return t, err
 }

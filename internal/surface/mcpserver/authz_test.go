@@ -99,6 +99,8 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolSetLimit:           {"name": "matrix", "pattern": "matrix:*", "max_running": 2},
 		mcpserver.ToolListLimits:         nil,
 		mcpserver.ToolDeleteLimit:        {"name": "matrix"},
+		mcpserver.ToolGetUsage:           {"by": []string{"model"}},
+		mcpserver.ToolReportUsage:        {"task_id": id, "lease_token": "nope", "input_tokens": 5},
 		mcpserver.ToolListTasks:          nil,
 		mcpserver.ToolGetTask:            {"task_id": id},
 		mcpserver.ToolCreateTask:         {"type": "t"},

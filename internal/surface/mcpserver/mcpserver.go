@@ -59,6 +59,8 @@ const (
 	ToolSetLimit    = "set_limit"
 	ToolListLimits  = "list_limits"
 	ToolDeleteLimit = "delete_limit"
+	// What agents reported spending (issue 43).
+	ToolGetUsage = "get_usage"
 	// The schedules' tools (issue 42).
 	ToolCreateSchedule  = "create_schedule"
 	ToolListSchedules   = "list_schedules"
@@ -76,6 +78,7 @@ const (
 	ToolAddEvidence    = "add_evidence"
 	ToolRecordDecision = "record_decision"
 	ToolReuseWorkspace = "reuse_workspace"
+	ToolReportUsage    = "report_usage"
 	ToolConfirmAbort   = "confirm_abort"
 	ToolCompleteTask   = "complete_task"
 	ToolFailTask       = "fail_task"

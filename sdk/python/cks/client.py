@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
 from ._operations import OPERATIONS
@@ -166,6 +167,8 @@ class Client:
         attempt_timeout: str | None = None,
         expires_at: str | None = None,
         concurrency_keys: Sequence[str] | None = None,
+        max_tokens: int | None = None,
+        max_cost: str | Decimal | None = None,
     ) -> dict[str, Any]:
         """Create a task of ``type``; answers ``{"task": {...}, "created": bool}`` (created false: a dedupe_key matched).
         ``run_after`` (RFC 3339, "2026-12-24T18:00:00Z") or ``delay`` ("10m", "24h") makes a delayed task:
@@ -173,7 +176,9 @@ class Client:
         attempt: past it the hub ends the attempt (its lease revoked, an abort requested) and retries it
         or fails the task by max_attempts, reason "timed out after 10m". ``expires_at`` (RFC 3339): a task not
         completed by then is cancelled. ``concurrency_keys`` (up to 4, such as "openai:gpt-5") put the task
-        under the limits set with ``set_limit``: it is not claimed while one of its keys is at its cap."""
+        under the limits set with ``set_limit``: it is not claimed while one of its keys is at its cap.
+        ``max_tokens`` and ``max_cost`` (USD, a str or Decimal such as "2.50") are the task's budget: the
+        report_usage that reaches it moves the task to NEEDS_INPUT and aborts the attempt (docs/spend.md)."""
         return self.call("create_task", {
             "type": type, "title": title, "description": description,
             "acceptance_criteria": acceptance_criteria, "payload": payload, "metadata": metadata,
@@ -182,6 +187,7 @@ class Client:
             "parent_id": parent_id, "dedupe_key": dedupe_key, "dedupe_once": dedupe_once,
             "run_after": run_after, "delay": delay, "attempt_timeout": attempt_timeout, "expires_at": expires_at,
             "concurrency_keys": list(concurrency_keys) if concurrency_keys is not None else None,
+            "max_tokens": max_tokens, "max_cost": _cost(max_cost),
         })
 
     def get_task(self, task_id: int) -> dict[str, Any]:
@@ -280,6 +286,43 @@ class Client:
         """Record evidence of the current attempt (a log, a link, a workspace path…)."""
         return self.call("add_evidence", {"task_id": task_id, "lease_token": lease_token, "kind": kind, "body": body})
 
+    def report_usage(
+        self,
+        task_id: int,
+        lease_token: str,
+        *,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost: str | Decimal | None = None,
+    ) -> dict[str, Any]:
+        """Record what one call of the current attempt spent; ``cost`` in USD, a str or Decimal ("0.0125"),
+        never a float. Answers ``{"usage", "spend", "budget_exceeded"?}``: with ``budget_exceeded`` the task's
+        budget is used up, the task is NEEDS_INPUT and this attempt aborted (stop working)."""
+        return self.call("report_usage", {
+            "task_id": task_id, "lease_token": lease_token, "model": model,
+            "input_tokens": input_tokens, "output_tokens": output_tokens, "cost": _cost(cost),
+        })
+
+    def get_usage(
+        self,
+        *,
+        by: Sequence[str] | None = None,
+        since: str | None = None,
+        every: str | None = None,
+        task_id: int | None = None,
+        type: str | None = None,
+        key: str | None = None,
+        model: str | None = None,
+        limit: int | None = None,
+    ) -> dict[str, Any]:
+        """Sums of the tokens and cost reported over ``since`` ("24h", "7d"), grouped ``by`` any of model, type,
+        key, task, attempt, agent, principal, and with ``every`` ("1h") by time: ``{rows, total, ...}``."""
+        return self.call("get_usage", {
+            "by": list(by) if by is not None else None, "since": since, "every": every, "task_id": task_id,
+            "type": type, "key": key, "model": model, "limit": limit,
+        })
+
     # -- processes: liveness and remote stop ---------------------------------
 
     def report_process(
@@ -376,3 +419,12 @@ def _seconds(duration: Any) -> float:
             except ValueError:
                 break
     return 600.0
+
+
+def _cost(v: str | Decimal | None) -> str | None:
+    """A cost as the hub takes it: an exact decimal string. A float is refused: it rounds."""
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, Decimal):
+        return format(v, "f")
+    raise TypeError(f"a cost is a str or a Decimal such as \"0.0125\", not {type(v).__name__} (floats round)")

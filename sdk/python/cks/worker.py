@@ -37,6 +37,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Awaitable, Callable, TypeVar, Union
 
 from .client import Client
@@ -105,6 +106,23 @@ class TaskContext:
     def add_evidence(self, kind: str, body: str) -> dict[str, Any]:
         """Record evidence of this attempt (a log, a link, a workspace path…)."""
         return self.client.add_evidence(self.task.id, self.task.lease_token, kind, body)
+
+    def report_usage(
+        self,
+        *,
+        model: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cost: str | Decimal | None = None,
+    ) -> dict[str, Any]:
+        """Record what one call of this attempt spent (cost in USD: a str or Decimal). When the report uses the
+        task's budget up, ``budget_exceeded`` is in the answer, ``aborted`` is set, and the worker confirms the
+        abort once the handler returns: stop working."""
+        answer = self.client.report_usage(self.task.id, self.task.lease_token, model=model,
+                                          input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+        if answer.get("budget_exceeded"):
+            self.aborted.set()
+        return answer
 
     def request_input(self, question: str) -> dict[str, Any]:
         """Ask a person a question: the task waits in NEEDS_INPUT and this attempt ends

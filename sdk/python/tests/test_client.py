@@ -70,6 +70,33 @@ class ClientTest(unittest.TestCase):
         finally:
             self.assertTrue(self.client.call("delete_limit", {"name": key})["deleted"])
 
+    def test_usage_and_budget(self) -> None:
+        from decimal import Decimal
+
+        t = unique("sdk-budget")
+        task = self.client.create_task(t, max_tokens=100, max_cost=Decimal("0.50"))["task"]
+        self.assertEqual(task["spend"]["max_tokens"], 100)
+        self.assertEqual(task["spend"]["max_cost"], "0.5")
+        claimed = self.client.call("claim_tasks", {"types": [t]})["tasks"][0]
+        first = self.client.report_usage(claimed["task_id"], claimed["lease_token"], model="gpt-5",
+                                         input_tokens=50, output_tokens=10, cost="0.0125")
+        self.assertEqual(first["spend"]["tokens"], 60)
+        self.assertEqual(first["usage"]["cost"], "0.0125")
+        self.assertNotIn("budget_exceeded", first)
+        with self.assertRaises(TypeError):
+            self.client.report_usage(claimed["task_id"], claimed["lease_token"], cost=0.1)  # type: ignore[arg-type]
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.report_usage(claimed["task_id"], claimed["lease_token"], cost="1e3")
+        self.assertEqual(cm.exception.field, "cost")
+        over = self.client.report_usage(claimed["task_id"], claimed["lease_token"], model="gpt-5", input_tokens=40)
+        self.assertIn("spent 100 tokens of the 100 allowed", over["budget_exceeded"])
+        got = self.client.get_task(claimed["task_id"])
+        self.assertEqual(got["state"], "NEEDS_INPUT")
+        self.assertEqual(got["spend"]["reports"], 2)
+        sums = self.client.get_usage(by=["model"], type=t)
+        self.assertEqual(sums["total"]["tokens"], 100)
+        self.assertEqual(sums["rows"][0]["group"], {"model": "gpt-5"})
+
     def test_expires_at(self) -> None:
         t = unique("sdk-expires")
         import datetime

@@ -37,7 +37,7 @@ export type Output<N extends OperationName> = Op<N> extends { responses: { 200: 
     : Record<string, never>;
 
 /** An input's fields other than the ones a method takes as arguments. */
-type Rest<N extends OperationName, K extends string> = Omit<Input<N>, K>;
+export type Rest<N extends OperationName, K extends string> = Omit<Input<N>, K>;
 
 /** Where a Client logs its retries. */
 export interface ClientLogger {
@@ -271,6 +271,21 @@ export class Client {
   /** Ask a person a question: the task goes to NEEDS_INPUT and the lease ends; answers the task. */
   requestInput(taskId: number, leaseToken: string, question: string): Promise<Output<"request_input">> {
     return this.call("request_input", { task_id: taskId, lease_token: leaseToken, question });
+  }
+
+  /**
+   * Record what one call of the current attempt spent: cost in USD as a
+   * decimal string ("0.0125"; a number is refused: floats round). The answer
+   * has budget_exceeded when the report used the task's budget up: the task
+   * is NEEDS_INPUT and this attempt aborted (docs/spend.md).
+   */
+  reportUsage(taskId: number, leaseToken: string, usage: Rest<"report_usage", "task_id" | "lease_token">): Promise<Output<"report_usage">> {
+    return this.call("report_usage", { ...usage, task_id: taskId, lease_token: leaseToken });
+  }
+
+  /** Sums of the tokens and cost reported: by model, type, key, task, attempt, agent or principal, over since, every bucket. */
+  getUsage(query: Input<"get_usage"> = {}): Promise<Output<"get_usage">> {
+    return this.call("get_usage", query);
   }
 
   /** Confirm, with the revoked lease token, that the aborted attempt's work stopped; answers the abort. */

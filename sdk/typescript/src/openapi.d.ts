@@ -1029,6 +1029,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{task_id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * record what a call of the current attempt spent (tokens, cost); a budget used up stops the task
+         * @description Step 3 of the worker protocol, for agents that call paid models: after each call, record its model, input_tokens, output_tokens and cost (a decimal string in USD, such as "0.0125": never a JSON number) under the lease (201). The answer holds the report and the task's spend so far (spend) against its budget (max_tokens, max_cost of create_task and update_task). When this report reaches the budget, budget_exceeded says what was spent against what was allowed: the task moved to NEEDS_INPUT with that as its question and the attempt was aborted in the same transaction (the lease is gone: stop, and confirm_abort). Usage is summed by get_usage.
+         */
+        post: operations["report_usage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/workspace/reuse": {
         parameters: {
             query?: never;
@@ -1153,6 +1173,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * sums of the tokens and cost agents reported, by model, type, key, task, attempt, agent or principal, over time
+         * @description Sum the usage reports (report_usage) of the last since (24h by default; 7d, 30d and a number of seconds also do), grouped by any of model, type, key (a report counts once under each concurrency key its task held), task, attempt, agent and principal, and with every also by time bucket (1h: tokens and cost per hour). Filters: task_id, type, key, model. Rows are by bucket, then costliest first, at most limit (the rest counted under truncated); total sums every report selected. Costs are exact decimal strings in USD. Needs read on /tasks.
+         */
+        get: operations["get_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1204,6 +1244,8 @@ export interface components {
             evidence?: null | components["schemas"]["Evidence"][];
             /** @description the restart the attempt belongs to (the task's restarts then) */
             restart: number;
+            /** @description what the attempt reported spending (report_usage) */
+            spend?: null | components["schemas"]["UsageSum"];
             /** @description the attempt's workspace path, if it named one */
             workspace?: string;
         };
@@ -1400,6 +1442,8 @@ export interface components {
             revision: number;
             /** @description a delayed or retried task is held back from claims until then */
             run_after?: string;
+            /** @description what the task's attempts reported spending (report_usage) and its budget; absent for a task with neither */
+            spend?: null | components["schemas"]["TaskSpend"];
             /** @description the task's state (OPEN, CLAIMED, RUNNING, NEEDS_INPUT, NEEDS_REVIEW, STOPPED, COMPLETED, FAILED, CANCELLED, WAITING, BLOCKED) */
             state: string;
             /** @description when it entered its current state */
@@ -1673,6 +1717,8 @@ export interface components {
              * @default 3
              */
             max_attempts?: number;
+            max_cost?: string;
+            max_tokens?: number;
             /** @description a JSON object for the caller's own use (nested at most 64 levels deep, at most 262144 bytes as stored: numbers in plain decimal form) */
             metadata?: Record<string, never>;
             /** @description the parent task, making this a child (needs create on /tasks/PARENT, not on /tasks) */
@@ -1889,6 +1935,23 @@ export interface components {
             pid?: number;
             /** @description the task types the process claims, shown on its card and counted as claimed by list_unclaimed_types */
             task_types?: string | string[];
+        };
+        ReportUsageInput: {
+            /** @description what the call cost, as a decimal string such as "0.0125" (never a JSON number: floats round); empty for 0 */
+            cost?: string;
+            /**
+             * @description the cost's currency: USD, the one cks sums (the default)
+             * @enum {string}
+             */
+            currency?: "USD";
+            /** @description tokens sent (prompt), 0 or more */
+            input_tokens?: number;
+            /** @description the lease token its claim (or review claim) answered */
+            lease_token: string;
+            /** @description the model the call used (gpt-5, claude-sonnet-4); empty for none */
+            model?: string;
+            /** @description tokens received (completion), 0 or more */
+            output_tokens?: number;
         };
         ReuseWorkspaceInput: {
             /** @description the task revision the decision was made from */
@@ -2147,6 +2210,8 @@ export interface components {
             revision: number;
             /** @description a delayed or retried task is held back from claims until then */
             run_after?: string;
+            /** @description what the task's attempts reported spending (report_usage) and its budget; absent for a task with neither */
+            spend?: null | components["schemas"]["TaskSpend"];
             /** @description the task's state (OPEN, CLAIMED, RUNNING, NEEDS_INPUT, NEEDS_REVIEW, STOPPED, COMPLETED, FAILED, CANCELLED, WAITING, BLOCKED) */
             state: string;
             /** @description when it entered its current state */
@@ -2203,6 +2268,24 @@ export interface components {
         TaskReasonInput: {
             /** @description why, recorded in the task's events */
             reason?: string;
+        };
+        TaskSpend: {
+            /** @description the cost of every attempt's calls: an exact decimal string */
+            cost: number;
+            /** @description the currency of cost and max_cost (USD) */
+            currency: string;
+            /** @description tokens sent, every attempt's */
+            input_tokens: number;
+            /** @description the task's budget of cost; absent: none */
+            max_cost?: number;
+            /** @description the task's budget of tokens; absent: none */
+            max_tokens?: number;
+            /** @description tokens received, every attempt's */
+            output_tokens: number;
+            /** @description how many report_usage calls */
+            reports: number;
+            /** @description input_tokens + output_tokens: what max_tokens bounds */
+            tokens: number;
         };
         TaskStats: {
             /** @description true when the window held more claims than were measured: the latencies are of the newest */
@@ -2331,6 +2414,8 @@ export interface components {
              * @description new expiry: the task, not completed by then, is cancelled (RFC 3339; in the future, after run_after; not material)
              */
             expires_at?: string;
+            max_cost?: null | string;
+            max_tokens?: null | number;
             /** @description replaces the task's metadata, a JSON object (not material) */
             metadata?: Record<string, never>;
             /** @description new payload, any JSON value (material) */
@@ -2348,6 +2433,80 @@ export interface components {
             title?: null | string;
             /** @description wait up to the deadline for the executor's confirmation (default true); false answers at once with the abort pending */
             wait?: null | boolean;
+        };
+        Usage: {
+            /** @description the worker that held the lease */
+            agent?: string;
+            /** @description the attempt that reported */
+            attempt: number;
+            /** @description the task's concurrency keys when reported */
+            concurrency_keys?: null | string[];
+            /** @description what the call cost: an exact decimal string */
+            cost: number;
+            /** @description the cost's currency (USD) */
+            currency: string;
+            /** @description tokens sent (prompt) */
+            input_tokens: number;
+            /** @description the model the call used */
+            model?: string;
+            /** @description tokens received (completion) */
+            output_tokens: number;
+            /** @description who reported (the authenticated caller) */
+            principal?: string;
+            /** @description when it was reported */
+            reported_at: string;
+            /** @description the task's restarts when reported: (restart, attempt) is the attempt's identity */
+            restart: number;
+            /** @description the task the attempt is of */
+            task_id: number;
+            /** @description the task's type */
+            type: string;
+            /** @description the report's id */
+            usage_id: number;
+        };
+        UsageReport: {
+            /** @description set when this report used the task's budget up: what was spent against what was allowed; the task is NEEDS_INPUT and the attempt aborted (stop, and confirm_abort) */
+            budget_exceeded?: string;
+            /** @description the task's spend with this report, against its budget */
+            spend: components["schemas"]["TaskSpend"];
+            /** @description the report as recorded */
+            usage: components["schemas"]["Usage"];
+        };
+        UsageSum: {
+            /** @description the reports' cost: an exact decimal string */
+            cost: number;
+            /** @description the row's value of each dimension of by */
+            group?: {
+                [key: string]: string;
+            };
+            /** @description tokens sent */
+            input_tokens: number;
+            /** @description tokens received */
+            output_tokens: number;
+            /** @description how many reports */
+            reports: number;
+            /** @description with every: the start of the row's time bucket */
+            start?: string;
+            /** @description input_tokens + output_tokens */
+            tokens: number;
+        };
+        UsageSummary: {
+            /** @description the dimensions summed by */
+            by?: null | string[];
+            /** @description the currency of every cost (USD) */
+            currency: string;
+            /** @description the time buckets' length, when summed by time */
+            every?: string;
+            /** @description the groups, by bucket, then costliest first, at most limit */
+            rows: null | components["schemas"]["UsageSum"][];
+            /** @description the window's start */
+            since: string;
+            /** @description every report of the window the filters select, summed */
+            total: components["schemas"]["UsageSum"];
+            /** @description how many rows were left out by limit */
+            truncated?: number;
+            /** @description the window's end (now) */
+            until: string;
         };
         Version: {
             /** @description who wrote it */
@@ -4846,6 +5005,50 @@ export interface operations {
             };
         };
     };
+    report_usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReportUsageInput"];
+            };
+        };
+        responses: {
+            /** @description record what a call of the current attempt spent (tokens, cost); a budget used up stops the task */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     reuse_workspace: {
         parameters: {
             query?: never;
@@ -5108,6 +5311,53 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TypeResumed"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_usage: {
+        parameters: {
+            query?: {
+                by?: ("model" | "type" | "key" | "task" | "attempt" | "agent" | "principal")[];
+                every?: string;
+                key?: string;
+                limit?: number;
+                model?: string;
+                since?: string;
+                task_id?: number;
+                type?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description sums of the tokens and cost agents reported, by model, type, key, task, attempt, agent or principal, over time */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageSummary"];
                 };
             };
             /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */

@@ -18,7 +18,7 @@
 
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { Client, type Output, type Schema } from "./client.js";
+import { Client, type Output, type Rest, type Schema } from "./client.js";
 import { CksError, Conflict, NotFound } from "./errors.js";
 
 /**
@@ -93,6 +93,18 @@ export class TaskContext {
   /** Record evidence of this attempt (a log, a link, a workspace path…). */
   addEvidence(kind: string, body: string): Promise<Output<"add_evidence">> {
     return this.client.addEvidence(this.task.id, this.task.leaseToken, kind, body);
+  }
+
+  /**
+   * Record what one call of this attempt spent (cost in USD, a decimal
+   * string). When the report uses the task's budget up, the answer has
+   * budget_exceeded and signal is aborted: stop working (the worker
+   * confirms the abort once the handler settles).
+   */
+  async reportUsage(usage: Rest<"report_usage", "task_id" | "lease_token">): Promise<Output<"report_usage">> {
+    const answer = await this.client.reportUsage(this.task.id, this.task.leaseToken, usage);
+    if (answer.budget_exceeded) this.abort("abort");
+    return answer;
   }
 
   /**

@@ -32,6 +32,26 @@ hubTest("a priority out of range names the field", async () => {
   });
 });
 
+hubTest("usage and a budget", async () => {
+  const t = unique("ts-budget");
+  const created = await client.createTask(t, { max_tokens: 100, max_cost: "0.50" });
+  assert.deepEqual([created.task.spend?.max_tokens, created.task.spend?.max_cost], [100, "0.5"]);
+  const claimed = (await client.call("claim_tasks", { types: [t] })).tasks?.[0];
+  assert.ok(claimed);
+  const first = await client.reportUsage(claimed.task_id, claimed.lease_token, { model: "gpt-5", input_tokens: 50, output_tokens: 10, cost: "0.0125" });
+  assert.deepEqual([first.spend.tokens, first.usage.cost, first.budget_exceeded], [60, "0.0125", undefined]);
+  await assert.rejects(client.reportUsage(claimed.task_id, claimed.lease_token, { cost: "1e3" }), (err: unknown) => {
+    assert.ok(err instanceof InvalidArgument);
+    assert.equal(err.field, "cost");
+    return true;
+  });
+  const over = await client.reportUsage(claimed.task_id, claimed.lease_token, { model: "gpt-5", input_tokens: 40 });
+  assert.match(over.budget_exceeded ?? "", /spent 100 tokens of the 100 allowed/);
+  assert.equal((await client.getTask(claimed.task_id)).state, "NEEDS_INPUT");
+  const sums = await client.getUsage({ by: ["model"], type: t });
+  assert.deepEqual([sums.total.tokens, sums.rows?.[0]?.group], [100, { model: "gpt-5" }]);
+});
+
 hubTest("not found", async () => {
   await assert.rejects(client.getTask(10 ** 12), (err: unknown) => {
     assert.ok(err instanceof NotFound);

@@ -68,6 +68,8 @@ var rowOf = map[string]string{
 	"CksLimit":                   "LimitRow",
 	"KeyStartsSinceRow":          "KeyStartRow",
 	"CksSchedule":                "ScheduleRow",
+	"CksUsage":                   "UsageRow",
+	"CksTaskSpend":               "TaskSpendRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
 }
 

@@ -292,6 +292,17 @@ type CksTaskEvidence struct {
 	Restart    int32
 }
 
+// CksTaskSpend is a row of cks_task_spend.
+type CksTaskSpend struct {
+	TaskID       int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	InputTokens  int64
+	OutputTokens int64
+	CostNanos    int64
+	Reports      int64
+}
+
 // CksTransitionLog is a row of cks_transition_log.
 type CksTransitionLog struct {
 	Seq             int64
@@ -303,6 +314,24 @@ type CksTransitionLog struct {
 	ReasoningNodeID *int64
 	ContentHash     string
 	Round           int32
+}
+
+// CksUsage is a row of cks_usage.
+type CksUsage struct {
+	UsageID         int64
+	TaskID          int64
+	Attempt         int32
+	Restart         int32
+	Type            string
+	ConcurrencyKeys string
+	Model           string
+	InputTokens     int64
+	OutputTokens    int64
+	CostNanos       int64
+	Currency        string
+	Agent           string
+	Principal       string
+	ReportedAt      time.Time
 }
 
 const ChangeNotify = `-- name: ChangeNotify :exec
@@ -1868,6 +1897,16 @@ func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs []int64
 	return err
 }
 
+const TaskPurgeSpend = `-- name: TaskPurgeSpend :exec
+DELETE FROM cks_task_spend WHERE task_id = ANY($1::bigint[])
+`
+
+// A purged task's budget and spend (its usage rows stay: cks_usage).
+func (q *Queries) TaskPurgeSpend(ctx context.Context, db DBTX, ids []int64) error {
+	_, err := db.Exec(ctx, TaskPurgeSpend, ids)
+	return err
+}
+
 const ScheduleInsert = `-- name: ScheduleInsert :exec
 INSERT INTO cks_schedules (name, cron, time_zone, misfire, task, paused, paused_by, created_by,
     created_at, updated_at, last_slot, last_fired_at, last_task_id)
@@ -1942,6 +1981,95 @@ func (q *Queries) ScheduleDelete(ctx context.Context, db DBTX, name string) (int
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const UsageInsert = `-- name: UsageInsert :one
+INSERT INTO cks_usage (task_id, attempt, restart, type, concurrency_keys, model,
+    input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at)
+VALUES ($1, $2, $3, $4, $5, $6,
+    $7, $8, $9, $10, $11, $12, $13)
+RETURNING usage_id, task_id, attempt, restart, type, concurrency_keys, model, input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at
+`
+
+type UsageInsertParams struct {
+	TaskID          int64
+	Attempt         int32
+	Restart         int32
+	Type            string
+	ConcurrencyKeys string
+	Model           string
+	InputTokens     int64
+	OutputTokens    int64
+	CostNanos       int64
+	Currency        string
+	Agent           string
+	Principal       string
+	ReportedAt      time.Time
+}
+
+func (q *Queries) UsageInsert(ctx context.Context, db DBTX, arg UsageInsertParams) (CksUsage, error) {
+	row := db.QueryRow(ctx, UsageInsert, arg.TaskID, arg.Attempt, arg.Restart, arg.Type, arg.ConcurrencyKeys, arg.Model, arg.InputTokens, arg.OutputTokens, arg.CostNanos, arg.Currency, arg.Agent, arg.Principal, arg.ReportedAt)
+	var i CksUsage
+	err := row.Scan(&i.UsageID, &i.TaskID, &i.Attempt, &i.Restart, &i.Type, &i.ConcurrencyKeys, &i.Model, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Currency, &i.Agent, &i.Principal, &i.ReportedAt)
+	return i, err
+}
+
+const UsageOfTask = `-- name: UsageOfTask :many
+SELECT usage_id, task_id, attempt, restart, type, concurrency_keys, model, input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at FROM cks_usage WHERE task_id = $1 AND usage_id > $2
+ORDER BY usage_id
+LIMIT $3
+`
+
+type UsageOfTaskParams struct {
+	TaskID int64
+	After  int64
+	Limit  int32
+}
+
+const UsagePage = `-- name: UsagePage :many
+SELECT usage_id, task_id, attempt, restart, type, concurrency_keys, model, input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at FROM cks_usage
+WHERE (reported_at > $1 OR (reported_at = $1 AND usage_id > $2))
+    AND reported_at < $3
+ORDER BY reported_at, usage_id
+LIMIT $4
+`
+
+type UsagePageParams struct {
+	AfterAt time.Time
+	AfterID int64
+	Until   time.Time
+	Limit   int32
+}
+
+const TaskSpendGet = `-- name: TaskSpendGet :many
+SELECT task_id, max_tokens, max_cost_nanos, input_tokens, output_tokens, cost_nanos, reports FROM cks_task_spend WHERE task_id = $1
+`
+
+const TaskSpendPut = `-- name: TaskSpendPut :exec
+INSERT INTO cks_task_spend (task_id, max_tokens, max_cost_nanos, input_tokens, output_tokens, cost_nanos, reports)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (task_id) DO UPDATE SET
+    max_tokens = excluded.max_tokens,
+    max_cost_nanos = excluded.max_cost_nanos,
+    input_tokens = excluded.input_tokens,
+    output_tokens = excluded.output_tokens,
+    cost_nanos = excluded.cost_nanos,
+    reports = excluded.reports
+`
+
+type TaskSpendPutParams struct {
+	TaskID       int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	InputTokens  int64
+	OutputTokens int64
+	CostNanos    int64
+	Reports      int64
+}
+
+func (q *Queries) TaskSpendPut(ctx context.Context, db DBTX, arg TaskSpendPutParams) error {
+	_, err := db.Exec(ctx, TaskSpendPut, arg.TaskID, arg.MaxTokens, arg.MaxCostNanos, arg.InputTokens, arg.OutputTokens, arg.CostNanos, arg.Reports)
+	return err
 }
 
 const TaskInsertMany = `-- name: TaskInsertMany :many

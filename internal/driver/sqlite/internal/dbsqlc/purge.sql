@@ -77,3 +77,7 @@ ORDER BY l.seq;
 
 -- name: TransitionPurgeRows :exec
 DELETE FROM cks_transition_log WHERE seq IN (SELECT value FROM json_each(CAST(@seqs AS TEXT)));
+
+-- A purged task's budget and spend (its usage rows stay: cks_usage).
+-- name: TaskPurgeSpend :exec
+DELETE FROM cks_task_spend WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));

@@ -290,6 +290,17 @@ type CksTaskEvidence struct {
 	Restart    int64
 }
 
+// CksTaskSpend is a row of cks_task_spend.
+type CksTaskSpend struct {
+	TaskID       int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	InputTokens  int64
+	OutputTokens int64
+	CostNanos    int64
+	Reports      int64
+}
+
 // CksTransitionLog is a row of cks_transition_log.
 type CksTransitionLog struct {
 	Seq             int64
@@ -301,6 +312,24 @@ type CksTransitionLog struct {
 	ReasoningNodeID *int64
 	ContentHash     string
 	Round           int64
+}
+
+// CksUsage is a row of cks_usage.
+type CksUsage struct {
+	UsageID         int64
+	TaskID          int64
+	Attempt         int64
+	Restart         int64
+	Type            string
+	ConcurrencyKeys string
+	Model           string
+	InputTokens     int64
+	OutputTokens    int64
+	CostNanos       int64
+	Currency        string
+	Agent           string
+	Principal       string
+	ReportedAt      string
 }
 
 const changeBump = `-- name: ChangeBump :exec
@@ -2316,6 +2345,16 @@ func (q *Queries) TransitionPurgeRows(ctx context.Context, db DBTX, seqs string)
 	return err
 }
 
+const taskPurgeSpend = `-- name: TaskPurgeSpend :exec
+DELETE FROM cks_task_spend WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+`
+
+// A purged task's budget and spend (its usage rows stay: cks_usage).
+func (q *Queries) TaskPurgeSpend(ctx context.Context, db DBTX, ids string) error {
+	_, err := db.ExecContext(ctx, taskPurgeSpend, ids)
+	return err
+}
+
 const scheduleInsert = `-- name: ScheduleInsert :exec
 INSERT INTO cks_schedules (name, cron, time_zone, misfire, task, paused, paused_by, created_by,
     created_at, updated_at, last_slot, last_fired_at, last_task_id)
@@ -2432,6 +2471,167 @@ func (q *Queries) ScheduleDelete(ctx context.Context, db DBTX, name string) (int
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const usageInsert = `-- name: UsageInsert :one
+INSERT INTO cks_usage (task_id, attempt, restart, type, concurrency_keys, model,
+    input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6,
+    ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+RETURNING usage_id, task_id, attempt, restart, type, concurrency_keys, model, input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at
+`
+
+type UsageInsertParams struct {
+	TaskID          int64
+	Attempt         int64
+	Restart         int64
+	Type            string
+	ConcurrencyKeys string
+	Model           string
+	InputTokens     int64
+	OutputTokens    int64
+	CostNanos       int64
+	Currency        string
+	Agent           string
+	Principal       string
+	ReportedAt      string
+}
+
+func (q *Queries) UsageInsert(ctx context.Context, db DBTX, arg UsageInsertParams) (CksUsage, error) {
+	row := db.QueryRowContext(ctx, usageInsert, arg.TaskID, arg.Attempt, arg.Restart, arg.Type, arg.ConcurrencyKeys, arg.Model, arg.InputTokens, arg.OutputTokens, arg.CostNanos, arg.Currency, arg.Agent, arg.Principal, arg.ReportedAt)
+	var i CksUsage
+	err := row.Scan(&i.UsageID, &i.TaskID, &i.Attempt, &i.Restart, &i.Type, &i.ConcurrencyKeys, &i.Model, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Currency, &i.Agent, &i.Principal, &i.ReportedAt)
+	return i, err
+}
+
+const usageOfTask = `-- name: UsageOfTask :many
+SELECT usage_id, task_id, attempt, restart, type, concurrency_keys, model, input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at FROM cks_usage WHERE task_id = ?1 AND usage_id > ?2
+ORDER BY usage_id
+LIMIT ?3
+`
+
+type UsageOfTaskParams struct {
+	TaskID int64
+	After  int64
+	Limit  int64
+}
+
+// A task's reports, oldest first (idx_usage_task).
+func (q *Queries) UsageOfTask(ctx context.Context, db DBTX, arg UsageOfTaskParams) ([]CksUsage, error) {
+	rows, err := db.QueryContext(ctx, usageOfTask, arg.TaskID, arg.After, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksUsage
+	for rows.Next() {
+		var i CksUsage
+		if err := rows.Scan(&i.UsageID, &i.TaskID, &i.Attempt, &i.Restart, &i.Type, &i.ConcurrencyKeys, &i.Model, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Currency, &i.Agent, &i.Principal, &i.ReportedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const usagePage = `-- name: UsagePage :many
+SELECT usage_id, task_id, attempt, restart, type, concurrency_keys, model, input_tokens, output_tokens, cost_nanos, currency, agent, principal, reported_at FROM cks_usage
+WHERE (reported_at > ?1 OR (reported_at = ?1 AND usage_id > ?2))
+    AND reported_at < ?3
+ORDER BY reported_at, usage_id
+LIMIT ?4
+`
+
+type UsagePageParams struct {
+	AfterAt string
+	AfterID int64
+	Until   string
+	Limit   int64
+}
+
+// The reports before @until after the cursor (@after_at, @after_id), in
+// the order of idx_usage_reported: a window read a page at a time.
+func (q *Queries) UsagePage(ctx context.Context, db DBTX, arg UsagePageParams) ([]CksUsage, error) {
+	rows, err := db.QueryContext(ctx, usagePage, arg.AfterAt, arg.AfterID, arg.Until, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksUsage
+	for rows.Next() {
+		var i CksUsage
+		if err := rows.Scan(&i.UsageID, &i.TaskID, &i.Attempt, &i.Restart, &i.Type, &i.ConcurrencyKeys, &i.Model, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Currency, &i.Agent, &i.Principal, &i.ReportedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskSpendGet = `-- name: TaskSpendGet :many
+SELECT task_id, max_tokens, max_cost_nanos, input_tokens, output_tokens, cost_nanos, reports FROM cks_task_spend WHERE task_id = ?1
+`
+
+func (q *Queries) TaskSpendGet(ctx context.Context, db DBTX, taskID int64) ([]CksTaskSpend, error) {
+	rows, err := db.QueryContext(ctx, taskSpendGet, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskSpend
+	for rows.Next() {
+		var i CksTaskSpend
+		if err := rows.Scan(&i.TaskID, &i.MaxTokens, &i.MaxCostNanos, &i.InputTokens, &i.OutputTokens, &i.CostNanos, &i.Reports); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskSpendPut = `-- name: TaskSpendPut :exec
+INSERT INTO cks_task_spend (task_id, max_tokens, max_cost_nanos, input_tokens, output_tokens, cost_nanos, reports)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+ON CONFLICT (task_id) DO UPDATE SET
+    max_tokens = excluded.max_tokens,
+    max_cost_nanos = excluded.max_cost_nanos,
+    input_tokens = excluded.input_tokens,
+    output_tokens = excluded.output_tokens,
+    cost_nanos = excluded.cost_nanos,
+    reports = excluded.reports
+`
+
+type TaskSpendPutParams struct {
+	TaskID       int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	InputTokens  int64
+	OutputTokens int64
+	CostNanos    int64
+	Reports      int64
+}
+
+func (q *Queries) TaskSpendPut(ctx context.Context, db DBTX, arg TaskSpendPutParams) error {
+	_, err := db.ExecContext(ctx, taskSpendPut, arg.TaskID, arg.MaxTokens, arg.MaxCostNanos, arg.InputTokens, arg.OutputTokens, arg.CostNanos, arg.Reports)
+	return err
 }
 
 const taskInsert = `-- name: TaskInsert :execlastid

@@ -181,6 +181,33 @@ CREATE TABLE IF NOT EXISTS cks_key_starts (
     started_at TEXT NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS cks_usage (
+    usage_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    restart INTEGER NOT NULL DEFAULT 0,
+    type TEXT NOT NULL,
+    concurrency_keys TEXT NOT NULL DEFAULT '',
+    model TEXT NOT NULL DEFAULT '',
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos INTEGER NOT NULL DEFAULT 0,
+    currency TEXT NOT NULL,
+    agent TEXT NOT NULL DEFAULT '',
+    principal TEXT NOT NULL DEFAULT '',
+    reported_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS cks_task_spend (
+    task_id INTEGER PRIMARY KEY,
+    max_tokens INTEGER NOT NULL DEFAULT 0,
+    max_cost_nanos INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos INTEGER NOT NULL DEFAULT 0,
+    reports INTEGER NOT NULL DEFAULT 0
+);
+
 CREATE TABLE IF NOT EXISTS cks_leaders (
     name TEXT PRIMARY KEY,
     leader_id TEXT NOT NULL,
@@ -348,6 +375,10 @@ CREATE INDEX IF NOT EXISTS idx_sweeper_passes_started ON cks_sweeper_passes(star
 CREATE UNIQUE INDEX IF NOT EXISTS idx_limits_pattern ON cks_limits(pattern);
 
 CREATE INDEX IF NOT EXISTS idx_key_starts_at ON cks_key_starts(started_at);
+
+CREATE INDEX IF NOT EXISTS idx_usage_task ON cks_usage(task_id, usage_id);
+
+CREATE INDEX IF NOT EXISTS idx_usage_reported ON cks_usage(reported_at, usage_id);
 
 CREATE INDEX IF NOT EXISTS idx_objects_claim ON cks_objects(current_status, claimed_by, object_id);
 
