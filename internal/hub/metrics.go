@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/ops"
 	"github.com/cks-dev/cks/internal/service/ledger"
 )
@@ -109,17 +111,37 @@ var taskBuckets = prometheus.ExponentialBuckets(0.005, 4, 12)
 type taskMetrics struct {
 	mu    sync.Mutex
 	types map[string]bool
+	// models and keys are the model and key labels named so far (usage,
+	// bounded as types are).
+	models, keys map[string]bool
 
 	claims *prometheus.CounterVec
 	wait   *prometheus.HistogramVec
 	took   *prometheus.HistogramVec
 	ends   *prometheus.CounterVec
+
+	tokens, cost, reports, keyTokens, keyCost *prometheus.CounterVec
 }
 
 func newTaskMetrics() *taskMetrics {
 	const perHub = " Each hub counts what it itself did: sum across hubs."
 	bound := fmt.Sprintf(` At most %d types are named (the first this hub saw), the others are type="%s".`, ledger.MaxCountedTypes, ledger.OtherType)
-	return &taskMetrics{types: map[string]bool{},
+	usageBound := fmt.Sprintf(` At most %d models and %d keys are named (the first this hub saw), the others are "%s"; a report of a task without keys has key="".`,
+		ledger.MaxCountedTypes, ledger.MaxCountedTypes, ledger.OtherType)
+	return &taskMetrics{types: map[string]bool{}, models: map[string]bool{}, keys: map[string]bool{},
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_usage_tokens_total",
+			Help: "Tokens agents reported (report_usage), by model and direction (input, output)." + perHub + usageBound},
+			[]string{"model", "direction"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_usage_cost_usd_total",
+			Help: "Cost in USD agents reported (report_usage), by model." + perHub + usageBound}, []string{"model"}),
+		reports: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_usage_reports_total",
+			Help: "Usage reports (report_usage calls), by model." + perHub + usageBound}, []string{"model"}),
+		keyTokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_usage_key_tokens_total",
+			Help: "Tokens agents reported, by concurrency key: a report counts under each key of its task (do not sum across keys)." +
+				perHub + usageBound}, []string{"key"}),
+		keyCost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_usage_key_cost_usd_total",
+			Help: "Cost in USD agents reported, by concurrency key: a report counts under each key of its task (do not sum across keys)." +
+				perHub + usageBound}, []string{"key"}),
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cks_task_claims_total",
 			Help: "Tasks claimed (leased to an executor), by task type." + perHub + bound}, []string{"type"}),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cks_task_claim_wait_seconds",
@@ -172,7 +194,47 @@ func (m *taskMetrics) AttemptsEnded(ends []ledger.AttemptEnd) {
 	}
 }
 
+// bounded is v as a label of set: itself while fewer than
+// ledger.MaxCountedTypes values are named, or when it is one of them; else
+// ledger.OtherType.
+func bounded(set map[string]bool, v string) string {
+	if set[v] {
+		return v
+	}
+	if len(set) < ledger.MaxCountedTypes {
+		set[v] = true
+		return v
+	}
+	return ledger.OtherType
+}
+
+// UsageReported implements ledger.Observer.
+func (m *taskMetrics) UsageReported(u cks.Usage) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	model := bounded(m.models, u.Model)
+	m.reports.WithLabelValues(model).Inc()
+	keys := u.ConcurrencyKeys
+	if len(keys) == 0 {
+		keys = []string{""}
+	}
+	usd, _ := strconv.ParseFloat(u.Cost.String(), 64) // a counter is a float; the exact sums are get_usage's
+	m.tokens.WithLabelValues(model, "input").Add(float64(u.InputTokens))
+	m.tokens.WithLabelValues(model, "output").Add(float64(u.OutputTokens))
+	m.cost.WithLabelValues(model).Add(usd)
+	for _, k := range keys {
+		key := bounded(m.keys, k)
+		m.keyTokens.WithLabelValues(key).Add(float64(u.InputTokens + u.OutputTokens))
+		m.keyCost.WithLabelValues(key).Add(usd)
+	}
+}
+
 func (m *taskMetrics) Describe(ch chan<- *prometheus.Desc) {
+	m.tokens.Describe(ch)
+	m.cost.Describe(ch)
+	m.reports.Describe(ch)
+	m.keyTokens.Describe(ch)
+	m.keyCost.Describe(ch)
 	m.claims.Describe(ch)
 	m.wait.Describe(ch)
 	m.took.Describe(ch)
@@ -180,6 +242,11 @@ func (m *taskMetrics) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (m *taskMetrics) Collect(ch chan<- prometheus.Metric) {
+	m.tokens.Collect(ch)
+	m.cost.Collect(ch)
+	m.reports.Collect(ch)
+	m.keyTokens.Collect(ch)
+	m.keyCost.Collect(ch)
 	m.claims.Collect(ch)
 	m.wait.Collect(ch)
 	m.took.Collect(ch)

@@ -208,7 +208,11 @@ func TestTaskMetrics(t *testing.T) {
 			if st := h.call(t, "POST", "/v1/tasks", `{"type":"render","title":"x","concurrency_keys":["gpu:a"]}`, nil); st != http.StatusCreated {
 				t.Fatalf("create keyed: %d", st)
 			}
-			claim("render", 1)
+			render := claim("render", 1)[0]
+			// A usage report (TestUsageMetrics checks its counts).
+			if st := h.call(t, "POST", fmt.Sprintf("/v1/tasks/%d/usage", render.ID), `{`+lease(render)+`,"model":"m","input_tokens":1}`, nil); st != http.StatusCreated {
+				t.Fatalf("report_usage: %d", st)
+			}
 			waitfor.Until(t, "every metric exported", func() bool {
 				fams = h.scrape(t)
 				return fams["cks_tasks_unclaimed"] != nil && fams["cks_process_instances"] != nil && fams["cks_sweeper_run_duration_seconds"] != nil
@@ -296,5 +300,57 @@ func checkDocumented(t *testing.T, fams map[string]*dto.MetricFamily) {
 		if strings.HasPrefix(name, "cks_") && !listed[name] {
 			t.Errorf("/metrics exports %s (%s), which docs/operations.md does not list", name, fam.GetType())
 		}
+	}
+}
+
+// TestUsageMetrics (both backends): the usage a real hub's API records
+// (report_usage) is counted on /metrics by model and direction, and
+// again under each concurrency key of its task; a report of a task without
+// keys under key="".
+func TestUsageMetrics(t *testing.T) {
+	for name, db := range hubDatabases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := runHub(t, hub.Config{DatabaseURL: db(t)})
+			work := func(typ, keys string) cks.ClaimedTask {
+				t.Helper()
+				if st := h.call(t, "POST", "/v1/tasks", fmt.Sprintf(`{"type":%q,"concurrency_keys":%s}`, typ, keys), nil); st != http.StatusCreated {
+					t.Fatalf("create %s: %d", typ, st)
+				}
+				var out cks.ClaimedTasks
+				if st := h.call(t, "POST", "/v1/tasks/claim", fmt.Sprintf(`{"types":[%q]}`, typ), &out); st != http.StatusOK || len(out.Tasks) != 1 {
+					t.Fatalf("claim %s: %d %+v", typ, st, out)
+				}
+				return out.Tasks[0]
+			}
+			report := func(ct cks.ClaimedTask, body string) {
+				t.Helper()
+				if st := h.call(t, "POST", fmt.Sprintf("/v1/tasks/%d/usage", ct.ID), fmt.Sprintf(`{"lease_token":%q,%s}`, ct.LeaseToken, body), nil); st != http.StatusCreated {
+					t.Fatalf("report_usage %d: %d", ct.ID, st)
+				}
+			}
+			keyed, plain := work("llm", `["openai","team:a"]`), work("plain", `[]`)
+			report(keyed, `"model":"gpt-5","input_tokens":100,"output_tokens":20,"cost":"0.25"`)
+			report(keyed, `"model":"gpt-5","input_tokens":50,"cost":"0.5"`)
+			report(plain, `"model":"local","output_tokens":7`)
+			fams := h.scrape(t)
+			counter := func(name string, want float64, labels ...string) {
+				t.Helper()
+				if m := sample(fams[name], labels...); m.GetCounter().GetValue() != want {
+					t.Errorf("%s%v: %v, want %v", name, labels, m, want)
+				}
+			}
+			counter("cks_usage_tokens_total", 150, "model", "gpt-5", "direction", "input")
+			counter("cks_usage_tokens_total", 20, "model", "gpt-5", "direction", "output")
+			counter("cks_usage_cost_usd_total", 0.75, "model", "gpt-5")
+			for _, key := range []string{"openai", "team:a"} {
+				counter("cks_usage_key_tokens_total", 170, "key", key)
+				counter("cks_usage_key_cost_usd_total", 0.75, "key", key)
+			}
+			counter("cks_usage_key_tokens_total", 7, "key", "")
+			counter("cks_usage_tokens_total", 7, "model", "local", "direction", "output")
+			counter("cks_usage_reports_total", 2, "model", "gpt-5")
+			counter("cks_usage_reports_total", 1, "model", "local")
+		})
 	}
 }

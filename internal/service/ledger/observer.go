@@ -20,6 +20,8 @@ type Observer interface {
 	Claimed(claims []Claim)
 	// AttemptsEnded is told of the attempts one write transaction ended.
 	AttemptsEnded(ends []AttemptEnd)
+	// UsageReported is told of a usage report once it is committed.
+	UsageReported(u cks.Usage)
 }
 
 // Claim is one task a claim leased, as the Observer is told of it.

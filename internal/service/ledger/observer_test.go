@@ -35,6 +35,8 @@ func (r *observedWrites) AttemptsEnded(e []ledger.AttemptEnd) {
 	r.ends = append(r.ends, e...)
 }
 
+func (r *observedWrites) UsageReported(cks.Usage) {}
+
 // take returns what r was told since the last take, and forgets it.
 func (r *observedWrites) take() ([]ledger.Claim, []ledger.AttemptEnd) {
 	r.mu.Lock()

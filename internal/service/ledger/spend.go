@@ -87,6 +87,9 @@ func (s *Service) ReportUsage(ctx context.Context, id int64, token string, p cks
 		out.BudgetExceeded = over
 		return s.overBudget(ctx, ex, now, cur, over)
 	})
+	if err == nil && s.observer != nil {
+		s.observer.UsageReported(out.Usage)
+	}
 	return out, err
 }
 
