@@ -73,6 +73,9 @@ const (
 	// MinLimitInterval and MaxLimitInterval bound a rate limit's interval.
 	MinLimitInterval = time.Second
 	MaxLimitInterval = 24 * time.Hour
+	// MinBudgetWindow and MaxBudgetWindow bound a spend budget's window.
+	MinBudgetWindow = time.Minute
+	MaxBudgetWindow = 31 * 24 * time.Hour
 )
 
 var (
@@ -112,14 +115,21 @@ func ValidateConcurrencyKeys(field string, keys []string) ([]string, error) {
 // once (0: no cap), and claimed at most Starts times in any Interval
 // (Starts 0: no rate limit).
 type Limit struct {
-	Name       string    `json:"name"`
-	Pattern    string    `json:"pattern"`
-	MaxRunning int       `json:"max_running,omitempty"`
-	Starts     int       `json:"starts,omitempty"`
-	Interval   Duration  `json:"interval,omitempty"`
-	CreatedBy  string    `json:"created_by,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Name       string   `json:"name"`
+	Pattern    string   `json:"pattern"`
+	MaxRunning int      `json:"max_running,omitempty"`
+	Starts     int      `json:"starts,omitempty"`
+	Interval   Duration `json:"interval,omitempty"`
+	// MaxTokens and MaxCost per Window are a spend budget (issue 43): a
+	// key whose tasks reported that much in the current window is not
+	// claimed until the next (windows aligned to the Unix epoch: 1h on the
+	// hour, 24h at 00:00 UTC).
+	MaxTokens int64     `json:"max_tokens,omitempty"`
+	MaxCost   Cost      `json:"max_cost,omitempty"`
+	Window    Duration  `json:"window,omitempty"`
+	CreatedBy string    `json:"created_by,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Matches reports whether key is one of l's keys: Pattern itself, or a key
@@ -155,6 +165,47 @@ type LimitInput struct {
 	// tasks holding each matching key in any Interval.
 	Starts   int      `json:"starts,omitempty" jsonschema:"how many tasks holding each matching key may be claimed in any interval (0 or absent: no rate limit)"`
 	Interval Duration `json:"interval,omitempty" jsonschema:"the rate limit's sliding window, such as 1m or 1h (1s to 24h); with starts"`
+	// MaxTokens and MaxCost per Window make it a spend budget.
+	MaxTokens int64    `json:"max_tokens,omitempty" jsonschema:"how many tokens the tasks holding each matching key may report in a window before no more of them is claimed (0 or absent: none); with window"`
+	MaxCost   string   `json:"max_cost,omitempty" jsonschema:"how much cost in USD (a decimal string such as \"50\") the tasks holding each matching key may report in a window before no more of them is claimed; with window"`
+	Window    Duration `json:"window,omitempty" jsonschema:"the spend budget's window, such as 1h or 24h (1m to 744h), aligned to the Unix epoch (24h: UTC days); with max_tokens or max_cost"`
+}
+
+// WindowDuration is in.Window parsed (0 when empty), or a FieldError
+// naming window when it is not a duration from MinBudgetWindow to
+// MaxBudgetWindow in whole seconds.
+func (in LimitInput) WindowDuration() (time.Duration, error) {
+	if in.Window == "" {
+		return 0, nil
+	}
+	v, err := time.ParseDuration(string(in.Window))
+	if err != nil || v < MinBudgetWindow || v > MaxBudgetWindow || v%time.Second != 0 {
+		return 0, fieldError("window", fmt.Sprintf("a duration such as 1h or 24h, from %s to %.0fh", MinBudgetWindow, MaxBudgetWindow.Hours()))
+	}
+	return v, nil
+}
+
+// Budget is in's spend budget: MaxTokens, MaxCost read (ParseCost) and
+// Window; a FieldError names the field that is not one.
+func (in LimitInput) Budget() (tokens int64, cost Cost, window time.Duration, err error) {
+	if in.MaxTokens < 0 || in.MaxTokens > MaxUsageTokens {
+		return 0, 0, 0, fieldError("max_tokens", fmt.Sprintf("a budget of tokens from 1 to %d (0 or absent: none)", int64(MaxUsageTokens)))
+	}
+	if in.MaxCost != "" {
+		if cost, err = ParseCost("max_cost", in.MaxCost); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	if window, err = in.WindowDuration(); err != nil {
+		return 0, 0, 0, err
+	}
+	switch {
+	case (in.MaxTokens > 0 || cost > 0) && window == 0:
+		return 0, 0, 0, fieldError("window", "the budget's window, such as 1h or 24h, with max_tokens or max_cost")
+	case in.MaxTokens == 0 && cost == 0 && window != 0:
+		return 0, 0, 0, fieldError("max_tokens", "a budget (max_tokens or max_cost) with window")
+	}
+	return in.MaxTokens, cost, window, nil
 }
 
 // IntervalDuration is in.Interval parsed (0 when empty), or a FieldError
@@ -191,8 +242,13 @@ func (in LimitInput) Validate() error {
 		return fieldError("max_running", fmt.Sprintf("an integer from 1 to %d (0: no cap)", MaxLimitRunning))
 	case in.Starts < 0 || in.Starts > MaxLimitRunning:
 		return fieldError("starts", fmt.Sprintf("an integer from 1 to %d (0: no rate limit)", MaxLimitRunning))
-	case in.MaxRunning == 0 && in.Starts == 0:
-		return fieldError("max_running", "a cap of at least 1, or starts and interval (a rate limit), or both")
+	}
+	tokens, cost, _, err := in.Budget()
+	if err != nil {
+		return err
+	}
+	if in.MaxRunning == 0 && in.Starts == 0 && tokens == 0 && cost == 0 {
+		return fieldError("max_running", "a cap of at least 1, or starts and interval (a rate limit), or max_tokens or max_cost with window (a spend budget), or several")
 	}
 	d, err := in.IntervalDuration()
 	switch {
@@ -224,14 +280,27 @@ type KeyRunning struct {
 	Key     string `json:"key"`
 	Running int    `json:"running"`
 	Started int    `json:"started,omitempty"`
+	// Tokens and Cost are what its tasks reported spending in the current
+	// window of its limit's budget.
+	Tokens int64 `json:"tokens,omitempty"`
+	Cost   Cost  `json:"cost,omitempty"`
 }
 
 // Full reports whether a key l governs, with k's use, may not be claimed
-// now: its holders are at l's cap, or its starts in the window at l's
-// rate.
+// now: its holders are at l's cap, its starts in the window at l's rate,
+// or its spend in the current window at l's budget (Spent).
 func (l Limit) Full(k KeyRunning) bool {
-	return (l.MaxRunning > 0 && k.Running >= l.MaxRunning) || (l.Starts > 0 && k.Started >= l.Starts)
+	return (l.MaxRunning > 0 && k.Running >= l.MaxRunning) || (l.Starts > 0 && k.Started >= l.Starts) || l.Spent(k)
 }
+
+// Spent reports whether a key l governs, with k's use, has used l's spend
+// budget up in the current window: its tokens or its cost reached it.
+func (l Limit) Spent(k KeyRunning) bool {
+	return (l.MaxTokens > 0 && k.Tokens >= l.MaxTokens) || (l.MaxCost > 0 && k.Cost >= l.MaxCost)
+}
+
+// Budgeted reports whether l has a spend budget.
+func (l Limit) Budgeted() bool { return l.MaxTokens > 0 || l.MaxCost > 0 }
 
 // LimitStatus is a limit with the keys it governs that are held now, the
 // most held first (at most MaxLimitKeysShown; Held counts them all).

@@ -16,7 +16,8 @@ var limitGroup = group{name: "limit", commands: []command{
 	opCommand("set", ops.SetLimit, opSpec[cks.LimitInput, cks.Limit]{
 		in: inputSpec{args: []string{"name"}},
 		summary: "create or replace the limit NAME: per key matching --pattern, at most --max-running CLAIMED or RUNNING " +
-			"tasks, and/or at most --starts claims in any --interval",
+			"tasks, and/or at most --starts claims in any --interval, and/or no claims once --max-tokens or --max-cost were " +
+			"reported in the current --window",
 		table: func(x *reply[cks.LimitInput, cks.Limit]) error {
 			fmt.Fprintf(x.w, "limit %s: %s per key matching %s\n", x.out.Name, limitRule(x.out), x.out.Pattern)
 			return nil
@@ -57,6 +58,9 @@ func printLimits(w io.Writer, ls []cks.LimitStatus) {
 			if l.Starts > 0 {
 				keys[i] += fmt.Sprintf("(%d)", k.Started)
 			}
+			if l.Budgeted() {
+				keys[i] += fmt.Sprintf("[%d tokens, %s USD]", k.Tokens, k.Cost)
+			}
 		}
 		if len(keys) == 0 {
 			keys = []string{"-"}
@@ -74,6 +78,12 @@ func limitRule(l cks.Limit) string {
 	}
 	if l.Starts > 0 {
 		parts = append(parts, fmt.Sprintf("%d per %s", l.Starts, l.Interval))
+	}
+	if l.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens per %s", l.MaxTokens, l.Window))
+	}
+	if l.MaxCost > 0 {
+		parts = append(parts, fmt.Sprintf("%s USD per %s", l.MaxCost, l.Window))
 	}
 	return strings.Join(parts, ", ")
 }

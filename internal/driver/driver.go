@@ -1299,6 +1299,11 @@ type LimitRow struct {
 	// Starts and IntervalMs are a rate limit (0, 0: none).
 	Starts     int
 	IntervalMs int64
+	// MaxTokens and MaxCostNanos per window of WindowMs are a spend
+	// budget (0, 0, 0: none).
+	MaxTokens    int64
+	MaxCostNanos int64
+	WindowMs     int64
 }
 
 // KeyStartRow is one claim of a task for one of its rate-limited keys.
@@ -1381,8 +1386,31 @@ type TaskSpendRow struct {
 	Reports      int64
 }
 
+// KeySpendRow is one row of cks_key_spend: what the tasks holding Key
+// reported spending in the window of WindowMs starting at WindowStart.
+type KeySpendRow struct {
+	WindowMs    int64
+	WindowStart time.Time
+	Key         string
+	Tokens      int64
+	CostNanos   int64
+}
+
+// KeySpendInParams names one window of one length.
+type KeySpendInParams struct {
+	WindowMs    int64
+	WindowStart time.Time
+}
+
 // UsageExecutor holds the primitives of usage and spend (issue 43).
 type UsageExecutor interface {
+	// KeySpendAdd adds r's tokens and cost to its key's window.
+	KeySpendAdd(ctx context.Context, r KeySpendRow) error
+	// KeySpendIn returns every key's spend in the window p names.
+	KeySpendIn(ctx context.Context, p KeySpendInParams) ([]KeySpendRow, error)
+	// KeySpendPrune deletes the windows starting before before and
+	// reports how many rows it deleted.
+	KeySpendPrune(ctx context.Context, before time.Time) (int, error)
 	// UsageInsert records r and returns it with its id.
 	UsageInsert(ctx context.Context, r UsageRow) (UsageRow, error)
 	// UsageOfTask returns a page of a task's reports, oldest first.

@@ -34,7 +34,10 @@ var SetLimit = define(cks.OpSetLimit, &Op[cks.LimitInput, cks.Limit]{
 			"on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or " +
 			"RUNNING tasks, or while starts tasks holding that key were claimed in the last interval (a sliding window: a " +
 			"task is claimable again the moment the oldest start leaves it, and waiting claims are woken then); attempts " +
-			"already running are counted, never stopped. max_running, or starts with interval, or both. A pattern another " +
+			"already running are counted, never stopped. With max_tokens and/or max_cost (USD) per window, a spend budget: " +
+			"once the tasks holding a key reported that much (report_usage) in the current window — windows aligned to the " +
+			"Unix epoch, 24h being UTC days — no task holding it is claimed until the next window (running attempts go on; " +
+			"a task's own max_tokens and max_cost stop it). Any of the three kinds, or several. A pattern another " +
 			"limit has is refused. Answers the limit." + limitNote + " Needs control on /limits/NAME.",
 		Permission: auth.PermControl, Resource: auth.ResourceLimits + "/{name}",
 		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks,

@@ -249,6 +249,11 @@ var declared = map[reflect.Type]fields{
 		"interval": {maxLen: 32, is: func(s string) error {
 			_, err := cks.LimitInput{Interval: cks.Duration(s)}.IntervalDuration()
 			return err
+		}},
+		"max_tokens": maxTokens, "max_cost": costRule,
+		"window": {maxLen: 32, is: func(s string) error {
+			_, err := cks.LimitInput{Window: cks.Duration(s)}.WindowDuration()
+			return err
 		}}},
 	typeOf[cks.LimitNameInput](): {"name": limitName},
 	typeOf[cks.ReportUsageInput](): {"input_tokens": tokens, "output_tokens": tokens, "model": {maxLen: cks.MaxModelLen},

@@ -59,17 +59,31 @@ func grantRowOf(r dbsqlc.CksGrant) driver.GrantRow {
 	}
 }
 
+// keySpendRowOf reads a dbsqlc.CksKeySpend as a driver.KeySpendRow.
+func keySpendRowOf(r dbsqlc.CksKeySpend) driver.KeySpendRow {
+	return driver.KeySpendRow{
+		WindowMs:    r.WindowMs,
+		WindowStart: driver.Time(r.WindowStart),
+		Key:         r.Key,
+		Tokens:      r.Tokens,
+		CostNanos:   r.CostNanos,
+	}
+}
+
 // limitRowOf reads a dbsqlc.CksLimit as a driver.LimitRow.
 func limitRowOf(r dbsqlc.CksLimit) driver.LimitRow {
 	return driver.LimitRow{
-		Name:       r.Name,
-		Pattern:    r.Pattern,
-		MaxRunning: int(r.MaxRunning),
-		CreatedBy:  r.CreatedBy,
-		CreatedAt:  driver.Time(r.CreatedAt),
-		UpdatedAt:  driver.Time(r.UpdatedAt),
-		Starts:     int(r.Starts),
-		IntervalMs: r.IntervalMs,
+		Name:         r.Name,
+		Pattern:      r.Pattern,
+		MaxRunning:   int(r.MaxRunning),
+		CreatedBy:    r.CreatedBy,
+		CreatedAt:    driver.Time(r.CreatedAt),
+		UpdatedAt:    driver.Time(r.UpdatedAt),
+		Starts:       int(r.Starts),
+		IntervalMs:   r.IntervalMs,
+		MaxTokens:    r.MaxTokens,
+		MaxCostNanos: r.MaxCostNanos,
+		WindowMs:     r.WindowMs,
 	}
 }
 
@@ -569,17 +583,39 @@ func grantInsertManyParams(rows []driver.GrantRow) dbsqlc.GrantInsertManyParams 
 	return a
 }
 
+// keySpendAddParams writes a driver.KeySpendRow as dbsqlc.KeySpendAddParams.
+func keySpendAddParams(p driver.KeySpendRow) dbsqlc.KeySpendAddParams {
+	return dbsqlc.KeySpendAddParams{
+		WindowMs:    p.WindowMs,
+		WindowStart: driver.Time(p.WindowStart),
+		Key:         p.Key,
+		Tokens:      p.Tokens,
+		CostNanos:   p.CostNanos,
+	}
+}
+
+// keySpendInParams writes a driver.KeySpendInParams as dbsqlc.KeySpendInParams.
+func keySpendInParams(p driver.KeySpendInParams) dbsqlc.KeySpendInParams {
+	return dbsqlc.KeySpendInParams{
+		WindowMs:    p.WindowMs,
+		WindowStart: driver.Time(p.WindowStart),
+	}
+}
+
 // limitPutParams writes a driver.LimitRow as dbsqlc.LimitPutParams.
 func limitPutParams(p driver.LimitRow) dbsqlc.LimitPutParams {
 	return dbsqlc.LimitPutParams{
-		Name:       p.Name,
-		Pattern:    p.Pattern,
-		MaxRunning: int32(p.MaxRunning),
-		CreatedBy:  p.CreatedBy,
-		CreatedAt:  driver.Time(p.CreatedAt),
-		UpdatedAt:  driver.Time(p.UpdatedAt),
-		Starts:     int32(p.Starts),
-		IntervalMs: p.IntervalMs,
+		Name:         p.Name,
+		Pattern:      p.Pattern,
+		MaxRunning:   int32(p.MaxRunning),
+		CreatedBy:    p.CreatedBy,
+		CreatedAt:    driver.Time(p.CreatedAt),
+		UpdatedAt:    driver.Time(p.UpdatedAt),
+		Starts:       int32(p.Starts),
+		IntervalMs:   p.IntervalMs,
+		MaxTokens:    p.MaxTokens,
+		MaxCostNanos: p.MaxCostNanos,
+		WindowMs:     p.WindowMs,
 	}
 }
 
@@ -1650,6 +1686,25 @@ func eachGrantListAll(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.Cks
 	return rows.Err()
 }
 
+// eachKeySpendIn runs dbsqlc's KeySpendIn, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachKeySpendIn(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.KeySpendInParams, each func(*dbsqlc.CksKeySpend)) error {
+	rows, err := db.Query(ctx, dbsqlc.KeySpendIn, arg.WindowMs, arg.WindowStart)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksKeySpend
+	dest := []any{&i.WindowMs, &i.WindowStart, &i.Key, &i.Tokens, &i.CostNanos}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
 // eachKeyStartsSince runs dbsqlc's KeyStartsSince, handing each row to each as it is
 // read (one value for every row: each keeps a copy).
 func eachKeyStartsSince(ctx context.Context, db dbsqlc.DBTX, since time.Time, each func(*dbsqlc.KeyStartsSinceRow)) error {
@@ -1678,7 +1733,7 @@ func eachLimitList(ctx context.Context, db dbsqlc.DBTX, each func(*dbsqlc.CksLim
 	}
 	defer rows.Close()
 	var i dbsqlc.CksLimit
-	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs}
+	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs, &i.MaxTokens, &i.MaxCostNanos, &i.WindowMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -1697,7 +1752,7 @@ func eachLimitListForUpdate(ctx context.Context, db dbsqlc.DBTX, each func(*dbsq
 	}
 	defer rows.Close()
 	var i dbsqlc.CksLimit
-	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs}
+	dest := []any{&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs, &i.MaxTokens, &i.MaxCostNanos, &i.WindowMs}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -3842,6 +3897,31 @@ func (e *executor) KeyStartsPrune(ctx context.Context, before time.Time) (int, e
 	x, err := e.d.q.KeyStartsPrune(ctx, e.db, driver.Time(before))
 	if err != nil {
 		return 0, mapErr("key starts prune", err)
+	}
+	return int(x), nil
+}
+
+// KeySpendAdd implements driver.Executor with dbsqlc's KeySpendAdd.
+func (e *executor) KeySpendAdd(ctx context.Context, arg driver.KeySpendRow) error {
+	return mapErr("key spend add", e.d.q.KeySpendAdd(ctx, e.db, keySpendAddParams(arg)))
+}
+
+// KeySpendIn implements driver.Executor with dbsqlc's KeySpendIn.
+func (e *executor) KeySpendIn(ctx context.Context, p driver.KeySpendInParams) ([]driver.KeySpendRow, error) {
+	out := []driver.KeySpendRow{}
+	add := func(r *dbsqlc.CksKeySpend) { out = append(out, keySpendRowOf(*r)) }
+	err := eachKeySpendIn(ctx, e.db, keySpendInParams(p), add)
+	if err != nil {
+		return nil, mapErr("key spend in", err)
+	}
+	return out, nil
+}
+
+// KeySpendPrune implements driver.Executor with dbsqlc's KeySpendPrune.
+func (e *executor) KeySpendPrune(ctx context.Context, before time.Time) (int, error) {
+	x, err := e.d.q.KeySpendPrune(ctx, e.db, driver.Time(before))
+	if err != nil {
+		return 0, mapErr("key spend prune", err)
 	}
 	return int(x), nil
 }

@@ -27,6 +27,7 @@ func Tables() []Table {
 		keyStarts(),
 		usage(),
 		taskSpend(),
+		keySpend(),
 		leaders(),
 		schedules(),
 		objects(),
@@ -537,6 +538,12 @@ func limits() Table {
 			// (0, 0: none).
 			{Name: "starts", Type: Int, NotNull: true, Default: Zero},
 			{Name: "interval_ms", Type: BigInt, NotNull: true, Default: Zero},
+			// A spend budget (issue 43): at most max_tokens tokens and
+			// max_cost_nanos of cost per key in each window of window_ms,
+			// windows aligned to the Unix epoch (0, 0, 0: none).
+			{Name: "max_tokens", Type: BigInt, NotNull: true, Default: Zero},
+			{Name: "max_cost_nanos", Type: BigInt, NotNull: true, Default: Zero},
+			{Name: "window_ms", Type: BigInt, NotNull: true, Default: Zero},
 		},
 		// A key's limit is its most specific pattern's: two limits of one
 		// pattern would leave it to chance.
@@ -611,6 +618,26 @@ func taskSpend() Table {
 			big("cost_nanos"),
 			big("reports"),
 		},
+	}
+}
+
+func keySpend() Table {
+	big := func(name string) Column { return Column{Name: name, Type: BigInt, NotNull: true, Default: Zero} }
+	return Table{
+		// Issue 43: what the tasks holding a key reported spending in one
+		// window of a budget's length (window_ms, starting at
+		// window_start), for the keys a limit with a budget governs:
+		// report_usage adds to it, the keyed claim reads the current
+		// window's and deletes the old ones.
+		Name: "cks_key_spend",
+		Columns: []Column{
+			big("window_ms"),
+			at("window_start"),
+			text("key"),
+			big("tokens"),
+			big("cost_nanos"),
+		},
+		PrimaryKey: []string{"window_ms", "window_start", "key"},
 	}
 }
 

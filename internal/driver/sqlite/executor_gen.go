@@ -110,6 +110,33 @@ func grantRowsOf(rows []dbsqlc.CksGrant) []driver.GrantRow {
 	return out
 }
 
+// keySpendRowOf reads a dbsqlc.CksKeySpend as a driver.KeySpendRow.
+func keySpendRowOf(r dbsqlc.CksKeySpend) (driver.KeySpendRow, error) {
+	windowStart, err := parseTime(r.WindowStart)
+	if err != nil {
+		return driver.KeySpendRow{}, fmt.Errorf("KeySpendRow WindowStart: %w", err)
+	}
+	return driver.KeySpendRow{
+		WindowMs:    r.WindowMs,
+		WindowStart: windowStart,
+		Key:         r.Key,
+		Tokens:      r.Tokens,
+		CostNanos:   r.CostNanos,
+	}, nil
+}
+
+// keySpendRowsOf reads rows with keySpendRowOf.
+func keySpendRowsOf(rows []dbsqlc.CksKeySpend) ([]driver.KeySpendRow, error) {
+	out := make([]driver.KeySpendRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = keySpendRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // limitRowOf reads a dbsqlc.CksLimit as a driver.LimitRow.
 func limitRowOf(r dbsqlc.CksLimit) (driver.LimitRow, error) {
 	createdAt, err := parseTime(r.CreatedAt)
@@ -121,14 +148,17 @@ func limitRowOf(r dbsqlc.CksLimit) (driver.LimitRow, error) {
 		return driver.LimitRow{}, fmt.Errorf("LimitRow UpdatedAt: %w", err)
 	}
 	return driver.LimitRow{
-		Name:       r.Name,
-		Pattern:    r.Pattern,
-		MaxRunning: int(r.MaxRunning),
-		CreatedBy:  r.CreatedBy,
-		CreatedAt:  createdAt,
-		UpdatedAt:  updatedAt,
-		Starts:     int(r.Starts),
-		IntervalMs: r.IntervalMs,
+		Name:         r.Name,
+		Pattern:      r.Pattern,
+		MaxRunning:   int(r.MaxRunning),
+		CreatedBy:    r.CreatedBy,
+		CreatedAt:    createdAt,
+		UpdatedAt:    updatedAt,
+		Starts:       int(r.Starts),
+		IntervalMs:   r.IntervalMs,
+		MaxTokens:    r.MaxTokens,
+		MaxCostNanos: r.MaxCostNanos,
+		WindowMs:     r.WindowMs,
 	}, nil
 }
 
@@ -916,17 +946,39 @@ func evidenceInsertParams(p driver.EvidenceRow) dbsqlc.EvidenceInsertParams {
 	}
 }
 
+// keySpendAddParams writes a driver.KeySpendRow as dbsqlc.KeySpendAddParams.
+func keySpendAddParams(p driver.KeySpendRow) dbsqlc.KeySpendAddParams {
+	return dbsqlc.KeySpendAddParams{
+		WindowMs:    p.WindowMs,
+		WindowStart: fmtTime(p.WindowStart),
+		Key:         p.Key,
+		Tokens:      p.Tokens,
+		CostNanos:   p.CostNanos,
+	}
+}
+
+// keySpendInParams writes a driver.KeySpendInParams as dbsqlc.KeySpendInParams.
+func keySpendInParams(p driver.KeySpendInParams) dbsqlc.KeySpendInParams {
+	return dbsqlc.KeySpendInParams{
+		WindowMs:    p.WindowMs,
+		WindowStart: fmtTime(p.WindowStart),
+	}
+}
+
 // limitPutParams writes a driver.LimitRow as dbsqlc.LimitPutParams.
 func limitPutParams(p driver.LimitRow) dbsqlc.LimitPutParams {
 	return dbsqlc.LimitPutParams{
-		Name:       p.Name,
-		Pattern:    p.Pattern,
-		MaxRunning: int64(p.MaxRunning),
-		CreatedBy:  p.CreatedBy,
-		CreatedAt:  fmtTime(p.CreatedAt),
-		UpdatedAt:  fmtTime(p.UpdatedAt),
-		Starts:     int64(p.Starts),
-		IntervalMs: p.IntervalMs,
+		Name:         p.Name,
+		Pattern:      p.Pattern,
+		MaxRunning:   int64(p.MaxRunning),
+		CreatedBy:    p.CreatedBy,
+		CreatedAt:    fmtTime(p.CreatedAt),
+		UpdatedAt:    fmtTime(p.UpdatedAt),
+		Starts:       int64(p.Starts),
+		IntervalMs:   p.IntervalMs,
+		MaxTokens:    p.MaxTokens,
+		MaxCostNanos: p.MaxCostNanos,
+		WindowMs:     p.WindowMs,
 	}
 }
 
@@ -2372,6 +2424,36 @@ func (e *executor) KeyStartsPrune(ctx context.Context, before time.Time) (int, e
 		x, err := e.d.q.KeyStartsPrune(ctx, w, fmtTime(before))
 		if err != nil {
 			return mapErr("key starts prune", err)
+		}
+		out = int(x)
+		return nil
+	})
+	return out, err
+}
+
+// KeySpendAdd implements driver.Executor with dbsqlc's KeySpendAdd.
+func (e *executor) KeySpendAdd(ctx context.Context, arg driver.KeySpendRow) error {
+	return e.write(ctx, "key spend add", func(w *wtx) error {
+		return mapErr("key spend add", e.d.q.KeySpendAdd(ctx, w, keySpendAddParams(arg)))
+	})
+}
+
+// KeySpendIn implements driver.Executor with dbsqlc's KeySpendIn.
+func (e *executor) KeySpendIn(ctx context.Context, p driver.KeySpendInParams) ([]driver.KeySpendRow, error) {
+	x, err := e.d.q.KeySpendIn(ctx, e.read, keySpendInParams(p))
+	if err != nil {
+		return nil, mapErr("key spend in", err)
+	}
+	return keySpendRowsOf(x)
+}
+
+// KeySpendPrune implements driver.Executor with dbsqlc's KeySpendPrune.
+func (e *executor) KeySpendPrune(ctx context.Context, before time.Time) (int, error) {
+	var out int
+	err := e.write(ctx, "key spend prune", func(w *wtx) error {
+		x, err := e.d.q.KeySpendPrune(ctx, w, fmtTime(before))
+		if err != nil {
+			return mapErr("key spend prune", err)
 		}
 		out = int(x)
 		return nil

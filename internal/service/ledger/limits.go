@@ -127,9 +127,21 @@ type keyCaps struct {
 	now       time.Time
 	limits    []cks.Limit
 	intervals []time.Duration // of limits[i]; 0 without a rate limit
+	windows   []time.Duration // of limits[i]'s spend budget; 0 without one
 	gov       map[string]int  // key → index in limits, -1 for none
 	held      map[string]int
 	started   map[string][]time.Time // oldest first
+	// spent is, per budget window length, each key's spend in the
+	// current window of that length.
+	spent map[time.Duration]map[string]driver.KeySpendRow
+}
+
+// windowStart is the start of the window of length w that holds t:
+// windows are aligned to the Unix epoch, so every hub agrees on them (1h
+// on the hour, 24h at 00:00 UTC).
+func windowStart(t time.Time, w time.Duration) time.Time {
+	ns := t.UnixNano()
+	return time.Unix(0, ns-ns%int64(w)).UTC()
 }
 
 // governor is the index of the limit that governs key (-1: none): its
@@ -170,6 +182,10 @@ func (k *keyCaps) use(key string) (int, cks.KeyRunning) {
 	if g >= 0 && k.limits[g].Starts > 0 {
 		kr.Started = len(k.inWindow(key, g))
 	}
+	if g >= 0 && k.windows[g] > 0 {
+		sp := k.spent[k.windows[g]][key]
+		kr.Tokens, kr.Cost = sp.Tokens, cks.Cost(sp.CostNanos)
+	}
 	return g, kr
 }
 
@@ -180,19 +196,23 @@ func (k *keyCaps) full(key string) bool {
 	return g >= 0 && k.limits[g].Full(kr)
 }
 
-// keys are the keys held or started, sorted.
+// keys are the keys held, started or that spent in a budget's window,
+// sorted.
 func (k *keyCaps) keys() []string {
 	out := slices.Collect(maps.Keys(k.held))
 	for key := range k.started {
-		if _, held := k.held[key]; !held {
+		out = append(out, key)
+	}
+	for _, spent := range k.spent {
+		for key := range spent {
 			out = append(out, key)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// saturated lists the keys held or started that are full, sorted.
+// saturated lists the keys held, started or spent that are full, sorted.
 func (k *keyCaps) saturated() []string {
 	return slices.DeleteFunc(k.keys(), func(key string) bool { return !k.full(key) })
 }
@@ -217,10 +237,19 @@ func (k *keyCaps) take(keys []string) (rated []string) {
 }
 
 // nextFree is when the first key full at its rate frees a start (its
-// oldest start in the window that must leave, plus the interval); zero
-// when none is.
+// oldest start in the window that must leave, plus the interval), or a
+// key that spent its budget enters its next window; zero when none is.
 func (k *keyCaps) nextFree() time.Time {
 	var next time.Time
+	for w, spent := range k.spent {
+		for key := range spent {
+			if g, kr := k.use(key); g >= 0 && k.windows[g] == w && k.limits[g].Spent(kr) {
+				if at := windowStart(k.now, w).Add(w); next.IsZero() || at.Before(next) {
+					next = at
+				}
+			}
+		}
+	}
 	for key := range k.started {
 		g := k.governor(key)
 		if g < 0 || k.limits[g].Starts == 0 {
@@ -236,6 +265,24 @@ func (k *keyCaps) nextFree() time.Time {
 	return next
 }
 
+// newKeyCaps is the keyCaps of the limits rows at now, before any key's
+// use is read.
+func newKeyCaps(now time.Time, rows []driver.LimitRow) *keyCaps {
+	k := &keyCaps{now: now, limits: make([]cks.Limit, len(rows)), intervals: make([]time.Duration, len(rows)),
+		windows: make([]time.Duration, len(rows)), gov: map[string]int{}, held: map[string]int{},
+		started: map[string][]time.Time{}, spent: map[time.Duration]map[string]driver.KeySpendRow{}}
+	for i, r := range rows {
+		k.limits[i] = toLimit(r)
+		if r.Starts > 0 {
+			k.intervals[i] = time.Duration(r.IntervalMs) * time.Millisecond
+		}
+		if r.MaxTokens > 0 || r.MaxCostNanos > 0 {
+			k.windows[i] = time.Duration(r.WindowMs) * time.Millisecond
+		}
+	}
+	return k
+}
+
 // readKeyCaps reads, in ex's transaction at now, the limits (locked: the
 // keyed claims of every hub take turns, each counting the holders and
 // starts the one before it committed), the keys held, and the starts
@@ -246,18 +293,34 @@ func readKeyCaps(ctx context.Context, ex driver.Executor, lock driver.Lock, now 
 	if err != nil {
 		return nil, err
 	}
-	k := &keyCaps{now: now, limits: make([]cks.Limit, len(rows)), intervals: make([]time.Duration, len(rows)),
-		gov: map[string]int{}, held: map[string]int{}, started: map[string][]time.Time{}}
-	var longest time.Duration
-	for i, r := range rows {
-		k.limits[i] = toLimit(r)
-		if r.Starts > 0 {
-			k.intervals[i] = time.Duration(r.IntervalMs) * time.Millisecond
-			longest = max(longest, k.intervals[i])
-		}
+	k := newKeyCaps(now, rows)
+	var longest, longestWindow time.Duration
+	for i := range rows {
+		longest = max(longest, k.intervals[i])
+		longestWindow = max(longestWindow, k.windows[i])
 	}
 	if len(rows) == 0 {
 		return k, nil
+	}
+	if longestWindow > 0 {
+		if prune {
+			if _, err := ex.KeySpendPrune(ctx, windowStart(now, longestWindow)); err != nil {
+				return nil, err
+			}
+		}
+		for _, w := range k.windows {
+			if w == 0 || k.spent[w] != nil {
+				continue
+			}
+			rows, err := ex.KeySpendIn(ctx, driver.KeySpendInParams{WindowMs: w.Milliseconds(), WindowStart: windowStart(now, w)})
+			if err != nil {
+				return nil, err
+			}
+			k.spent[w] = map[string]driver.KeySpendRow{}
+			for _, r := range rows {
+				k.spent[w][r.Key] = r
+			}
+		}
 	}
 	held, err := ex.TaskKeysHeld(ctx)
 	if err != nil {
@@ -383,8 +446,10 @@ func (s *Service) SetLimit(ctx context.Context, p SetLimitParams) (cks.Limit, er
 			return err
 		}
 		interval, _ := p.IntervalDuration() // validated
+		tokens, cost, window, _ := p.Budget()
 		r := driver.LimitRow{Name: p.Name, Pattern: p.Pattern, MaxRunning: p.MaxRunning, CreatedBy: p.Actor,
-			CreatedAt: now, UpdatedAt: now, Starts: p.Starts, IntervalMs: interval.Milliseconds()}
+			CreatedAt: now, UpdatedAt: now, Starts: p.Starts, IntervalMs: interval.Milliseconds(),
+			MaxTokens: tokens, MaxCostNanos: int64(cost), WindowMs: window.Milliseconds()}
 		for _, o := range rows {
 			switch {
 			case o.Name == p.Name:
@@ -449,7 +514,7 @@ func (s *Service) Limits(ctx context.Context) (cks.LimitList, error) {
 	}
 	for _, key := range k.keys() {
 		g, kr := k.use(key)
-		if g < 0 || (kr.Running == 0 && kr.Started == 0) {
+		if g < 0 || (kr.Running == 0 && kr.Started == 0 && kr.Tokens == 0 && kr.Cost == 0) {
 			continue
 		}
 		st := &out.Limits[g]
@@ -477,6 +542,10 @@ func toLimit(r driver.LimitRow) cks.Limit {
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Starts: r.Starts}
 	if r.Starts > 0 {
 		l.Interval = cks.Duration(cks.FormatDuration(time.Duration(r.IntervalMs) * time.Millisecond))
+	}
+	if r.MaxTokens > 0 || r.MaxCostNanos > 0 {
+		l.MaxTokens, l.MaxCost = r.MaxTokens, cks.Cost(r.MaxCostNanos)
+		l.Window = cks.Duration(cks.FormatDuration(time.Duration(r.WindowMs) * time.Millisecond))
 	}
 	return l
 }

@@ -76,6 +76,9 @@ func (s *Service) ReportUsage(ctx context.Context, id int64, token string, p cks
 		if err := ex.TaskSpendPut(ctx, sp); err != nil {
 			return fmt.Errorf("spend of task %d: %w", cur.ID, err)
 		}
+		if err := addKeySpend(ctx, ex, now, cur, p); err != nil {
+			return err
+		}
 		out = cks.UsageReport{Spend: toSpend(sp)}
 		if out.Usage, err = toUsage(u); err != nil {
 			return err
@@ -91,6 +94,33 @@ func (s *Service) ReportUsage(ctx context.Context, id int64, token string, p cks
 		s.observer.UsageReported(out.Usage)
 	}
 	return out, err
+}
+
+// addKeySpend adds report p of task cur (with keys) to the current window
+// of each of its keys whose governing limit has a spend budget: what the
+// keyed claims read to hold back a key that spent its budget.
+func addKeySpend(ctx context.Context, ex driver.Executor, now time.Time, cur driver.TaskRow, p cks.UsageInput) error {
+	keys, err := decodeKeys(cur.ConcurrencyKeys)
+	if err != nil || len(keys) == 0 || (p.InputTokens+p.OutputTokens == 0 && p.Cost == 0) {
+		return err
+	}
+	rows, err := ex.LimitList(ctx, driver.LimitListParams{})
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	k := newKeyCaps(now, rows)
+	for _, key := range keys {
+		g := k.governor(key)
+		if g < 0 || k.windows[g] == 0 {
+			continue
+		}
+		w := k.windows[g]
+		if err := ex.KeySpendAdd(ctx, driver.KeySpendRow{WindowMs: w.Milliseconds(), WindowStart: windowStart(now, w), Key: key,
+			Tokens: p.InputTokens + p.OutputTokens, CostNanos: int64(p.Cost)}); err != nil {
+			return fmt.Errorf("spend of key %q: %w", key, err)
+		}
+	}
+	return nil
 }
 
 // budgetQuestion is the question of a task stopped by its budget.

@@ -296,3 +296,97 @@ func TestGetUsage(t *testing.T) {
 		}
 	})
 }
+
+// TestKeyBudget (both backends, injected clock, two hubs): a limit's spend
+// budget (max_tokens per window) holds back the tasks of a key whose
+// reports reached it in the current window — on the hub that took the
+// reports and on another — while the tasks of other keys are claimed; the
+// key's tasks are claimable again when the next window starts, and
+// list_limits shows the window's spend.
+func TestKeyBudget(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		c := clock.NewFake(backendtest.T0.Add(10 * time.Minute))
+		s, hub2 := open(t, driver.WithClock(c)), open(t, driver.WithClock(c))
+		ctx := context.Background()
+		if _, err := s.Tasks.SetLimit(ctx, ledger.SetLimitParams{Actor: "ops",
+			LimitInput: cks.LimitInput{Name: "openai", Pattern: "openai", MaxTokens: 100, Window: "1h"}}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			backendtest.MustEnqueue(t, s, cks.NewTask{Type: "llm", Priority: 5, ConcurrencyKeys: []string{"openai"}})
+		}
+		other := backendtest.MustEnqueue(t, s, cks.NewTask{Type: "llm", ConcurrencyKeys: []string{"anthropic"}})
+		claim := func(on *ledger.Service) []cks.ClaimedTask {
+			t.Helper()
+			got, err := on.Claim(ctx, ledger.ClaimParams{Worker: "w", Types: []string{"llm"}, N: 1, Lease: 2 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		first := claim(s.Tasks)
+		if len(first) != 1 || first[0].ID == other.ID {
+			t.Fatalf("first claim %v; want a task of openai", ids(first))
+		}
+		for _, tokens := range []int64{60, 40} {
+			if _, err := s.Tasks.ReportUsage(ctx, first[0].ID, first[0].LeaseToken, cks.UsageInput{InputTokens: tokens}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Tasks.Complete(ctx, first[0].ID, first[0].LeaseToken, false, "done"); err != nil {
+			t.Fatal(err)
+		}
+		// openai spent its 100 tokens this hour: the other key's task only,
+		// on either hub.
+		if got := claim(hub2.Tasks); len(got) != 1 || got[0].ID != other.ID {
+			t.Fatalf("claim after the budget was spent: %v; want only task %d of anthropic", ids(got), other.ID)
+		}
+		if got := claim(s.Tasks); len(got) != 0 {
+			t.Fatalf("claim with openai spent: %v; want none", ids(got))
+		}
+		ls, err := s.Tasks.Limits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := ls.Limits[0]; l.MaxTokens != 100 || l.Window != "1h" || l.Saturated != 1 || len(l.Keys) != 1 || l.Keys[0].Tokens != 100 {
+			t.Fatalf("list_limits %+v; want openai's window spend of 100 tokens, saturated", l)
+		}
+		c.Set(backendtest.T0.Add(time.Hour - time.Millisecond))
+		if got := claim(s.Tasks); len(got) != 0 {
+			t.Fatalf("claim a millisecond before the next window: %v; want none", ids(got))
+		}
+		c.Set(backendtest.T0.Add(time.Hour))
+		if got := claim(hub2.Tasks); len(got) != 1 || got[0].ID == other.ID {
+			t.Fatalf("claim in the next window: %v; want a task of openai", ids(got))
+		}
+	})
+}
+
+// TestKeyBudgetRefusals: a limit's budget without a window, a window
+// without a budget, a window out of bounds or a cost that is not one is
+// refused naming the field, and stores nothing.
+func TestKeyBudgetRefusals(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		s := open(t)
+		ctx := context.Background()
+		for _, tc := range []struct {
+			in    cks.LimitInput
+			field string
+		}{
+			{cks.LimitInput{MaxTokens: 100}, "window"},
+			{cks.LimitInput{MaxCost: "5", Window: "30s"}, "window"},
+			{cks.LimitInput{MaxCost: "5", Window: "800h"}, "window"},
+			{cks.LimitInput{Window: "1h"}, "max_tokens"},
+			{cks.LimitInput{MaxCost: "5 USD", Window: "1h"}, "max_cost"},
+			{cks.LimitInput{MaxTokens: -1, Window: "1h"}, "max_tokens"},
+		} {
+			tc.in.Name, tc.in.Pattern = "b", "openai"
+			if _, err := s.Tasks.SetLimit(ctx, ledger.SetLimitParams{LimitInput: tc.in}); !cks.IsFieldError(err, tc.field) {
+				t.Errorf("set_limit %+v: %v, want a FieldError naming %s", tc.in, err, tc.field)
+			}
+		}
+		if ls, err := s.Tasks.Limits(ctx); err != nil || len(ls.Limits) != 0 {
+			t.Fatalf("limits after refused sets: %+v, %v; want none", ls, err)
+		}
+	})
+}

@@ -56,7 +56,7 @@ export interface paths {
         put?: never;
         /**
          * create or replace a concurrency or rate limit on task keys
-         * @description Create the limit named name, or replace its pattern, max_running, starts and interval. From its commit on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or RUNNING tasks, or while starts tasks holding that key were claimed in the last interval (a sliding window: a task is claimable again the moment the oldest start leaves it, and waiting claims are woken then); attempts already running are counted, never stopped. max_running, or starts with interval, or both. A pattern another limit has is refused. Answers the limit. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs control on /limits/NAME.
+         * @description Create the limit named name, or replace its pattern, max_running, starts and interval. From its commit on, no claim hands out a task while one of its keys matching the pattern is held by max_running CLAIMED or RUNNING tasks, or while starts tasks holding that key were claimed in the last interval (a sliding window: a task is claimable again the moment the oldest start leaves it, and waiting claims are woken then); attempts already running are counted, never stopped. With max_tokens and/or max_cost (USD) per window, a spend budget: once the tasks holding a key reported that much (report_usage) in the current window — windows aligned to the Unix epoch, 24h being UTC days — no task holding it is claimed until the next window (running attempts go on; a task's own max_tokens and max_cost stop it). Any of the three kinds, or several. A pattern another limit has is refused. Answers the limit. A task carries up to 4 concurrency_keys (create_task, update_task), such as openai or openai:gpt-5. A limit's pattern is a key (openai) or a prefix ending in * (user:*, or * for every key); each key it matches has a cap of its own, and a key is governed by its most specific limit (an exact pattern before a prefix, a longer prefix before a shorter). No claim of any hub or agent on the database hands out a task while one of its keys holds its cap in CLAIMED and RUNNING tasks; the tasks of other keys behind it are claimed instead. Resources: /limits and /limits/NAME. Needs control on /limits/NAME.
          */
         post: operations["set_limit"];
         delete?: never;
@@ -1594,12 +1594,16 @@ export interface components {
         /** @description any JSON value */
         JSONValue: unknown;
         KeyRunning: {
+            /** @description the cost in USD the key's tasks reported in its budget's current window */
+            cost?: number;
             /** @description a concurrency key */
             key: string;
             /** @description how many CLAIMED or RUNNING tasks hold it now */
             running: number;
             /** @description how many tasks holding it were claimed in the rate limit's current window */
             started?: number;
+            /** @description the tokens the key's tasks reported in its budget's current window */
+            tokens?: number;
         };
         LeaseBinding: {
             /** @description the task's id */
@@ -1616,8 +1620,12 @@ export interface components {
             created_by?: string;
             /** @description the rate limit's sliding window (1m); absent for none */
             interval?: string;
+            /** @description the spend budget: cost in USD each matching key's tasks may report in a window before none of them is claimed */
+            max_cost?: number;
             /** @description how many CLAIMED or RUNNING tasks may hold each key it governs at once */
             max_running?: number;
+            /** @description the spend budget: tokens each matching key's tasks may report in a window before none of them is claimed */
+            max_tokens?: number;
             /** @description the limit's name */
             name: string;
             /** @description the keys it caps: a key, or a prefix ending in * (each matching key has its own cap) */
@@ -1626,6 +1634,8 @@ export interface components {
             starts?: number;
             /** @description when it was last set */
             updated_at: string;
+            /** @description the spend budget's window (aligned to the Unix epoch: 24h is a UTC day) */
+            window?: string;
         };
         LimitDeleted: {
             /** @description true when the limit existed and is deleted; false when there was none */
@@ -1636,14 +1646,20 @@ export interface components {
         LimitInput: {
             /** @description the rate limit's sliding window, such as 1m or 1h (1s to 24h); with starts */
             interval?: string;
+            /** @description how much cost in USD (a decimal string such as "50") the tasks holding each matching key may report in a window before no more of them is claimed; with window */
+            max_cost?: string;
             /** @description how many CLAIMED or RUNNING tasks may hold each matching key at once (0 or absent: no cap) */
             max_running?: number;
+            /** @description how many tokens the tasks holding each matching key may report in a window before no more of them is claimed (0 or absent: none); with window */
+            max_tokens?: number;
             /** @description the limit's name: letters, digits and _ - . : (starting with a letter or digit) */
             name: string;
             /** @description the keys it caps: a key (openai:gpt-5) or a prefix ending in * (openai:*); each matching key has its own cap */
             pattern: string;
             /** @description how many tasks holding each matching key may be claimed in any interval (0 or absent: no rate limit) */
             starts?: number;
+            /** @description the spend budget's window, such as 1h or 24h (1m to 744h), aligned to the Unix epoch (24h: UTC days); with max_tokens or max_cost */
+            window?: string;
         };
         LimitList: {
             /** @description every limit, by name */
@@ -1658,10 +1674,14 @@ export interface components {
             held: number;
             /** @description the rate limit's sliding window (1m); absent for none */
             interval?: string;
-            /** @description the keys it governs that are held now, the most held first (at most 20) */
+            /** @description the keys it governs that are held now, or started or spent in its windows, the most held first (at most 20) */
             keys: null | components["schemas"]["KeyRunning"][];
+            /** @description the spend budget: cost in USD each matching key's tasks may report in a window before none of them is claimed */
+            max_cost?: number;
             /** @description how many CLAIMED or RUNNING tasks may hold each key it governs at once */
             max_running?: number;
+            /** @description the spend budget: tokens each matching key's tasks may report in a window before none of them is claimed */
+            max_tokens?: number;
             /** @description the limit's name */
             name: string;
             /** @description the keys it caps: a key, or a prefix ending in * (each matching key has its own cap) */
@@ -1672,6 +1692,8 @@ export interface components {
             starts?: number;
             /** @description when it last changed */
             updated_at: string;
+            /** @description the spend budget's window (aligned to the Unix epoch: 24h is a UTC day) */
+            window?: string;
         };
         NewSchedule: {
             /** @description when it fires: five fields (minute hour day-of-month month day-of-week, "*\/5 * * * *"), a descriptor (@hourly, @daily, @weekly, @monthly, @yearly) or "@every 30s" (at least 1s; slots at whole multiples) */

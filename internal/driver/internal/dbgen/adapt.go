@@ -70,6 +70,7 @@ var rowOf = map[string]string{
 	"CksSchedule":                "ScheduleRow",
 	"CksUsage":                   "UsageRow",
 	"CksTaskSpend":               "TaskSpendRow",
+	"CksKeySpend":                "KeySpendRow",
 	"PrincipalTaskCredentialRow": "TaskCredentialRow",
 }
 

@@ -69,14 +69,19 @@ DELETE FROM cks_sweeper_passes WHERE pass_id IN (
 -- them locked (ForUpdate), so the keyed claims of every hub take turns.
 
 -- name: LimitPut :exec
-INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms)
-VALUES (@name, @pattern, @max_running, @created_by, @created_at, @updated_at, @starts, @interval_ms)
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms,
+    max_tokens, max_cost_nanos, window_ms)
+VALUES (@name, @pattern, @max_running, @created_by, @created_at, @updated_at, @starts, @interval_ms,
+    @max_tokens, @max_cost_nanos, @window_ms)
 ON CONFLICT (name) DO UPDATE SET
     pattern = excluded.pattern,
     max_running = excluded.max_running,
     updated_at = excluded.updated_at,
     starts = excluded.starts,
-    interval_ms = excluded.interval_ms;
+    interval_ms = excluded.interval_ms,
+    max_tokens = excluded.max_tokens,
+    max_cost_nanos = excluded.max_cost_nanos,
+    window_ms = excluded.window_ms;
 
 -- name: LimitDelete :execrows
 DELETE FROM cks_limits WHERE name = @name;

@@ -66,6 +66,15 @@ type CksGrant struct {
 	Permission  string
 }
 
+// CksKeySpend is a row of cks_key_spend.
+type CksKeySpend struct {
+	WindowMs    int64
+	WindowStart time.Time
+	Key         string
+	Tokens      int64
+	CostNanos   int64
+}
+
 // CksKeyStart is a row of cks_key_starts.
 type CksKeyStart struct {
 	StartID   int64
@@ -83,14 +92,17 @@ type CksLeader struct {
 
 // CksLimit is a row of cks_limits.
 type CksLimit struct {
-	Name       string
-	Pattern    string
-	MaxRunning int32
-	CreatedBy  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Starts     int32
-	IntervalMs int64
+	Name         string
+	Pattern      string
+	MaxRunning   int32
+	CreatedBy    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Starts       int32
+	IntervalMs   int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	WindowMs     int64
 }
 
 // CksObject is a row of cks_objects.
@@ -529,29 +541,37 @@ func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassT
 }
 
 const LimitPut = `-- name: LimitPut :exec
-INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms,
+    max_tokens, max_cost_nanos, window_ms)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+    $9, $10, $11)
 ON CONFLICT (name) DO UPDATE SET
     pattern = excluded.pattern,
     max_running = excluded.max_running,
     updated_at = excluded.updated_at,
     starts = excluded.starts,
-    interval_ms = excluded.interval_ms
+    interval_ms = excluded.interval_ms,
+    max_tokens = excluded.max_tokens,
+    max_cost_nanos = excluded.max_cost_nanos,
+    window_ms = excluded.window_ms
 `
 
 type LimitPutParams struct {
-	Name       string
-	Pattern    string
-	MaxRunning int32
-	CreatedBy  string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Starts     int32
-	IntervalMs int64
+	Name         string
+	Pattern      string
+	MaxRunning   int32
+	CreatedBy    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Starts       int32
+	IntervalMs   int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	WindowMs     int64
 }
 
 func (q *Queries) LimitPut(ctx context.Context, db DBTX, arg LimitPutParams) error {
-	_, err := db.Exec(ctx, LimitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.Starts, arg.IntervalMs)
+	_, err := db.Exec(ctx, LimitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.Starts, arg.IntervalMs, arg.MaxTokens, arg.MaxCostNanos, arg.WindowMs)
 	return err
 }
 
@@ -568,11 +588,11 @@ func (q *Queries) LimitDelete(ctx context.Context, db DBTX, name string) (int64,
 }
 
 const LimitList = `-- name: LimitList :many
-SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms FROM cks_limits ORDER BY name COLLATE "C" 
+SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms, max_tokens, max_cost_nanos, window_ms FROM cks_limits ORDER BY name COLLATE "C" 
 `
 
 const LimitListForUpdate = `-- name: LimitListForUpdate :many
-SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms FROM cks_limits ORDER BY name COLLATE "C" FOR UPDATE
+SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms, max_tokens, max_cost_nanos, window_ms FROM cks_limits ORDER BY name COLLATE "C" FOR UPDATE
 `
 
 const KeyStartInsertMany = `-- name: KeyStartInsertMany :exec
@@ -2070,6 +2090,48 @@ type TaskSpendPutParams struct {
 func (q *Queries) TaskSpendPut(ctx context.Context, db DBTX, arg TaskSpendPutParams) error {
 	_, err := db.Exec(ctx, TaskSpendPut, arg.TaskID, arg.MaxTokens, arg.MaxCostNanos, arg.InputTokens, arg.OutputTokens, arg.CostNanos, arg.Reports)
 	return err
+}
+
+const KeySpendAdd = `-- name: KeySpendAdd :exec
+INSERT INTO cks_key_spend (window_ms, window_start, key, tokens, cost_nanos)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (window_ms, window_start, key) DO UPDATE SET
+    tokens = cks_key_spend.tokens + excluded.tokens,
+    cost_nanos = cks_key_spend.cost_nanos + excluded.cost_nanos
+`
+
+type KeySpendAddParams struct {
+	WindowMs    int64
+	WindowStart time.Time
+	Key         string
+	Tokens      int64
+	CostNanos   int64
+}
+
+func (q *Queries) KeySpendAdd(ctx context.Context, db DBTX, arg KeySpendAddParams) error {
+	_, err := db.Exec(ctx, KeySpendAdd, arg.WindowMs, arg.WindowStart, arg.Key, arg.Tokens, arg.CostNanos)
+	return err
+}
+
+const KeySpendIn = `-- name: KeySpendIn :many
+SELECT window_ms, window_start, key, tokens, cost_nanos FROM cks_key_spend WHERE window_ms = $1 AND window_start = $2
+`
+
+type KeySpendInParams struct {
+	WindowMs    int64
+	WindowStart time.Time
+}
+
+const KeySpendPrune = `-- name: KeySpendPrune :execrows
+DELETE FROM cks_key_spend WHERE window_start < $1
+`
+
+func (q *Queries) KeySpendPrune(ctx context.Context, db DBTX, before time.Time) (int64, error) {
+	result, err := db.Exec(ctx, KeySpendPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const TaskInsertMany = `-- name: TaskInsertMany :many

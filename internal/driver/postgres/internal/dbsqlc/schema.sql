@@ -173,7 +173,10 @@ CREATE TABLE IF NOT EXISTS cks_limits (
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL,
     starts INTEGER NOT NULL DEFAULT 0,
-    interval_ms BIGINT NOT NULL DEFAULT 0
+    interval_ms BIGINT NOT NULL DEFAULT 0,
+    max_tokens BIGINT NOT NULL DEFAULT 0,
+    max_cost_nanos BIGINT NOT NULL DEFAULT 0,
+    window_ms BIGINT NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS cks_key_starts (
@@ -207,6 +210,15 @@ CREATE TABLE IF NOT EXISTS cks_task_spend (
     output_tokens BIGINT NOT NULL DEFAULT 0,
     cost_nanos BIGINT NOT NULL DEFAULT 0,
     reports BIGINT NOT NULL DEFAULT 0
+);
+
+CREATE TABLE IF NOT EXISTS cks_key_spend (
+    window_ms BIGINT NOT NULL DEFAULT 0,
+    window_start TIMESTAMPTZ NOT NULL,
+    key TEXT NOT NULL,
+    tokens BIGINT NOT NULL DEFAULT 0,
+    cost_nanos BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (window_ms, window_start, key)
 );
 
 CREATE TABLE IF NOT EXISTS cks_leaders (

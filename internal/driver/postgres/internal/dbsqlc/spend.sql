@@ -37,3 +37,19 @@ ON CONFLICT (task_id) DO UPDATE SET
     output_tokens = excluded.output_tokens,
     cost_nanos = excluded.cost_nanos,
     reports = excluded.reports;
+
+-- The spend of the keys a budget governs, per window (cks_key_spend).
+
+-- name: KeySpendAdd :exec
+INSERT INTO cks_key_spend (window_ms, window_start, key, tokens, cost_nanos)
+VALUES (@window_ms, @window_start, @key, @tokens, @cost_nanos)
+ON CONFLICT (window_ms, window_start, key) DO UPDATE SET
+    tokens = cks_key_spend.tokens + excluded.tokens,
+    cost_nanos = cks_key_spend.cost_nanos + excluded.cost_nanos;
+
+-- Every key's spend in one window (the primary key's prefix).
+-- name: KeySpendIn :many
+SELECT * FROM cks_key_spend WHERE window_ms = @window_ms AND window_start = @window_start;
+
+-- name: KeySpendPrune :execrows
+DELETE FROM cks_key_spend WHERE window_start < @before;

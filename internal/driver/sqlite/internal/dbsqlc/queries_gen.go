@@ -64,6 +64,15 @@ type CksGrant struct {
 	Permission  string
 }
 
+// CksKeySpend is a row of cks_key_spend.
+type CksKeySpend struct {
+	WindowMs    int64
+	WindowStart string
+	Key         string
+	Tokens      int64
+	CostNanos   int64
+}
+
 // CksKeyStart is a row of cks_key_starts.
 type CksKeyStart struct {
 	StartID   int64
@@ -81,14 +90,17 @@ type CksLeader struct {
 
 // CksLimit is a row of cks_limits.
 type CksLimit struct {
-	Name       string
-	Pattern    string
-	MaxRunning int64
-	CreatedBy  string
-	CreatedAt  string
-	UpdatedAt  string
-	Starts     int64
-	IntervalMs int64
+	Name         string
+	Pattern      string
+	MaxRunning   int64
+	CreatedBy    string
+	CreatedAt    string
+	UpdatedAt    string
+	Starts       int64
+	IntervalMs   int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	WindowMs     int64
 }
 
 // CksObject is a row of cks_objects.
@@ -564,29 +576,37 @@ func (q *Queries) SweeperPassTrim(ctx context.Context, db DBTX, arg SweeperPassT
 }
 
 const limitPut = `-- name: LimitPut :exec
-INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+INSERT INTO cks_limits (name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms,
+    max_tokens, max_cost_nanos, window_ms)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+    ?9, ?10, ?11)
 ON CONFLICT (name) DO UPDATE SET
     pattern = excluded.pattern,
     max_running = excluded.max_running,
     updated_at = excluded.updated_at,
     starts = excluded.starts,
-    interval_ms = excluded.interval_ms
+    interval_ms = excluded.interval_ms,
+    max_tokens = excluded.max_tokens,
+    max_cost_nanos = excluded.max_cost_nanos,
+    window_ms = excluded.window_ms
 `
 
 type LimitPutParams struct {
-	Name       string
-	Pattern    string
-	MaxRunning int64
-	CreatedBy  string
-	CreatedAt  string
-	UpdatedAt  string
-	Starts     int64
-	IntervalMs int64
+	Name         string
+	Pattern      string
+	MaxRunning   int64
+	CreatedBy    string
+	CreatedAt    string
+	UpdatedAt    string
+	Starts       int64
+	IntervalMs   int64
+	MaxTokens    int64
+	MaxCostNanos int64
+	WindowMs     int64
 }
 
 func (q *Queries) LimitPut(ctx context.Context, db DBTX, arg LimitPutParams) error {
-	_, err := db.ExecContext(ctx, limitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.Starts, arg.IntervalMs)
+	_, err := db.ExecContext(ctx, limitPut, arg.Name, arg.Pattern, arg.MaxRunning, arg.CreatedBy, arg.CreatedAt, arg.UpdatedAt, arg.Starts, arg.IntervalMs, arg.MaxTokens, arg.MaxCostNanos, arg.WindowMs)
 	return err
 }
 
@@ -603,7 +623,7 @@ func (q *Queries) LimitDelete(ctx context.Context, db DBTX, name string) (int64,
 }
 
 const limitList = `-- name: LimitList :many
-SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms FROM cks_limits ORDER BY name
+SELECT name, pattern, max_running, created_by, created_at, updated_at, starts, interval_ms, max_tokens, max_cost_nanos, window_ms FROM cks_limits ORDER BY name
 `
 
 func (q *Queries) LimitList(ctx context.Context, db DBTX) ([]CksLimit, error) {
@@ -615,7 +635,7 @@ func (q *Queries) LimitList(ctx context.Context, db DBTX) ([]CksLimit, error) {
 	var items []CksLimit
 	for rows.Next() {
 		var i CksLimit
-		if err := rows.Scan(&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs); err != nil {
+		if err := rows.Scan(&i.Name, &i.Pattern, &i.MaxRunning, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.Starts, &i.IntervalMs, &i.MaxTokens, &i.MaxCostNanos, &i.WindowMs); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2632,6 +2652,72 @@ type TaskSpendPutParams struct {
 func (q *Queries) TaskSpendPut(ctx context.Context, db DBTX, arg TaskSpendPutParams) error {
 	_, err := db.ExecContext(ctx, taskSpendPut, arg.TaskID, arg.MaxTokens, arg.MaxCostNanos, arg.InputTokens, arg.OutputTokens, arg.CostNanos, arg.Reports)
 	return err
+}
+
+const keySpendAdd = `-- name: KeySpendAdd :exec
+INSERT INTO cks_key_spend (window_ms, window_start, key, tokens, cost_nanos)
+VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT (window_ms, window_start, key) DO UPDATE SET
+    tokens = cks_key_spend.tokens + excluded.tokens,
+    cost_nanos = cks_key_spend.cost_nanos + excluded.cost_nanos
+`
+
+type KeySpendAddParams struct {
+	WindowMs    int64
+	WindowStart string
+	Key         string
+	Tokens      int64
+	CostNanos   int64
+}
+
+func (q *Queries) KeySpendAdd(ctx context.Context, db DBTX, arg KeySpendAddParams) error {
+	_, err := db.ExecContext(ctx, keySpendAdd, arg.WindowMs, arg.WindowStart, arg.Key, arg.Tokens, arg.CostNanos)
+	return err
+}
+
+const keySpendIn = `-- name: KeySpendIn :many
+SELECT window_ms, window_start, key, tokens, cost_nanos FROM cks_key_spend WHERE window_ms = ?1 AND window_start = ?2
+`
+
+type KeySpendInParams struct {
+	WindowMs    int64
+	WindowStart string
+}
+
+// Every key's spend in one window (the primary key's prefix).
+func (q *Queries) KeySpendIn(ctx context.Context, db DBTX, arg KeySpendInParams) ([]CksKeySpend, error) {
+	rows, err := db.QueryContext(ctx, keySpendIn, arg.WindowMs, arg.WindowStart)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksKeySpend
+	for rows.Next() {
+		var i CksKeySpend
+		if err := rows.Scan(&i.WindowMs, &i.WindowStart, &i.Key, &i.Tokens, &i.CostNanos); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const keySpendPrune = `-- name: KeySpendPrune :execrows
+DELETE FROM cks_key_spend WHERE window_start < ?1
+`
+
+func (q *Queries) KeySpendPrune(ctx context.Context, db DBTX, before string) (int64, error) {
+	result, err := db.ExecContext(ctx, keySpendPrune, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const taskInsert = `-- name: TaskInsert :execlastid

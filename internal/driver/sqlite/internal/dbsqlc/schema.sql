@@ -172,7 +172,10 @@ CREATE TABLE IF NOT EXISTS cks_limits (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     starts INTEGER NOT NULL DEFAULT 0,
-    interval_ms INTEGER NOT NULL DEFAULT 0
+    interval_ms INTEGER NOT NULL DEFAULT 0,
+    max_tokens INTEGER NOT NULL DEFAULT 0,
+    max_cost_nanos INTEGER NOT NULL DEFAULT 0,
+    window_ms INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS cks_key_starts (
@@ -206,6 +209,15 @@ CREATE TABLE IF NOT EXISTS cks_task_spend (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cost_nanos INTEGER NOT NULL DEFAULT 0,
     reports INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE IF NOT EXISTS cks_key_spend (
+    window_ms INTEGER NOT NULL DEFAULT 0,
+    window_start TEXT NOT NULL,
+    key TEXT NOT NULL,
+    tokens INTEGER NOT NULL DEFAULT 0,
+    cost_nanos INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (window_ms, window_start, key)
 );
 
 CREATE TABLE IF NOT EXISTS cks_leaders (
