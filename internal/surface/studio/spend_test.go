@@ -220,3 +220,55 @@ func TestSpendPageHonoursPermissions(t *testing.T) {
 		}
 	}})
 }
+
+// TestTaskPageShowsSpend (issue 43): on both backends, a task page shows
+// the task's spend against its budget — tokens of max_tokens and cost of
+// max_cost, each with a bar of the share used — and each attempt's spend;
+// the report that reaches the budget turns the page into a budget stop:
+// the NEEDS_INPUT question at the top, the bar full, the budget named
+// used up, and the edit form holding the budget to raise. A task with
+// neither budget nor reports shows no spend.
+func TestTaskPageShowsSpend(t *testing.T) {
+	backendtest.Run(t, backendtest.Cases{"spend": func(t *testing.T, open backendtest.Opener) {
+		e := newSpendEnv(t, open)
+		admin := e.token(t, cks.Grant{Resource: "/", Permission: auth.PermAdmin})
+		page := func(id int64) string {
+			t.Helper()
+			code, body := e.call(t, admin, http.MethodGet, fmt.Sprintf("%s/%d", studio.TasksPath, id), "")
+			if code != http.StatusOK {
+				t.Fatalf("the page of task %d: %d\n%s", id, code, body)
+			}
+			return body
+		}
+		plain := backendtest.MustEnqueue(t, e.b, cks.NewTask{Type: "plain"})
+		mustNotContain(t, "a task without spend", page(plain.ID), "data-task-spend", "data-attempt-spend", "data-budget-stop")
+
+		backendtest.MustEnqueue(t, e.b, cks.NewTask{Type: "llm", MaxTokens: 1000, MaxCost: "0.50"})
+		c := claimLong(t, e.b, "w1", "llm")
+		reportUsage(t, e.b, c, "gpt-5", 300, 200, "0.0125")
+		body := page(c.ID)
+		mustContain(t, "a task under its budget", body,
+			`<dd data-spend-tokens>500 of 1000 <meter min="0" max="100" low="80" high="99" optimum="0" value="50" title="50% of max_tokens">50%</meter> <span class="muted">(300 in, 200 out)</span></dd>`,
+			`<dd data-spend-cost>0.0125 USD of 0.5 USD <meter min="0" max="100" low="80" high="99" optimum="0" value="2" title="2% of max_cost">2%</meter></dd>`,
+			`<dd data-spend-reports>1</dd>`,
+			`<p class="attempt-spend" data-attempt-spend><span class="label">Spent</span> 500 tokens (300 in, 200 out), 0.0125 USD in 1 report</p>`,
+			`<input id="edit-max_tokens" name="max_tokens" type="number" value="1000" data-material="false"`,
+			`<input id="edit-max_cost" name="max_cost" type="text" value="0.5" data-material="false"`)
+		mustNotContain(t, "a task under its budget", body, "data-budget-stop", "data-spend-over")
+
+		r := reportUsage(t, e.b, c, "gpt-5", 400, 100, "0.01")
+		if r.BudgetExceeded == "" {
+			t.Fatalf("the report reaching max_tokens: %+v, want the budget exceeded", r)
+		}
+		body = page(c.ID)
+		mustContain(t, "a task its budget stopped", body,
+			`<div class="notice notice--warn" role="alert" data-budget-stop><strong>Stopped by its budget.</strong> <span class="text">budget: spent 1000 tokens of the 1000 allowed (max_tokens). Raise the budget`,
+			`<dd data-spend-tokens>1000 of 1000 <meter min="0" max="100" low="80" high="99" optimum="0" value="100"`,
+			`<dd data-spend-over><strong>used up</strong>: spent 1000 tokens of the 1000 allowed (max_tokens)</dd>`,
+			`<span class="label">Spent</span> 1000 tokens (700 in, 300 out), 0.0225 USD in 2 reports</p>`,
+			`data-task-action="answer"`)
+		if strings.Index(body, "data-budget-stop") > strings.Index(body, `id="actions-heading"`) {
+			t.Error("the budget's question is not at the top of the page, above the actions")
+		}
+	}})
+}
