@@ -225,8 +225,9 @@ func TestSpendPageHonoursPermissions(t *testing.T) {
 // the task's spend against its budget — tokens of max_tokens and cost of
 // max_cost, each with a bar of the share used — and each attempt's spend;
 // the report that reaches the budget turns the page into a budget stop:
-// the NEEDS_INPUT question at the top, the bar full, the budget named
-// used up, and the edit form holding the budget to raise. A task with
+// the NEEDS_INPUT question at the top (once: not again as who moved it),
+// the bar full, the budget named used up, and the edit form holding the
+// budget to raise. A task with
 // neither budget nor reports shows no spend.
 func TestTaskPageShowsSpend(t *testing.T) {
 	backendtest.Run(t, backendtest.Cases{"spend": func(t *testing.T, open backendtest.Opener) {
@@ -267,6 +268,7 @@ func TestTaskPageShowsSpend(t *testing.T) {
 			`<dd data-spend-over><strong>used up</strong>: spent 1000 tokens of the 1000 allowed (max_tokens)</dd>`,
 			`<span class="label">Spent</span> 1000 tokens (700 in, 300 out), 0.0225 USD in 2 reports</p>`,
 			`data-task-action="answer"`)
+		mustNotContain(t, "a task its budget stopped", body, "data-moved") // the notice says it once
 		if strings.Index(body, "data-budget-stop") > strings.Index(body, `id="actions-heading"`) {
 			t.Error("the budget's question is not at the top of the page, above the actions")
 		}
