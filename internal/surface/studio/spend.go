@@ -52,16 +52,7 @@ var spendWindows = []spendWindow{
 // spendWindowOf is the window r's query names (the default when none), or
 // a FieldError naming window.
 func spendWindowOf(r *http.Request) (spendWindow, error) {
-	v := r.URL.Query().Get("window")
-	if v == "" {
-		return spendWindows[0], nil
-	}
-	for _, w := range spendWindows {
-		if w.Value == v {
-			return w, nil
-		}
-	}
-	return spendWindow{}, &cks.FieldError{Field: "window", Expected: "24h, 7d or 30d"}
+	return windowIn(r, spendWindows, func(w spendWindow) string { return w.Value }, "24h, 7d or 30d")
 }
 
 // spendView is the data of the "spend" block.
