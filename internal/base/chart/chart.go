@@ -174,7 +174,9 @@ func (c Chart) Summary(s Series) string {
 	return fmt.Sprintf("%s: from %s to %s %s, latest %s.", s.Name, Num(lo), Num(hi), c.Unit, Num(last))
 }
 
-// Num formats a value briefly: 3, 2.5, 0.25, 1.2k, 60k, 3.4M.
+// Num formats a value briefly: 3, 2.5, 0.25, 0.004, 1.2k, 60k, 3.4M. A
+// value under 1 keeps two significant digits, so small amounts (a cost of
+// a fraction of a cent) do not all read 0.
 func Num(v float64) string {
 	a := math.Abs(v)
 	switch {
@@ -187,7 +189,7 @@ func Num(v float64) string {
 	case a >= 1:
 		return trim(v, 1)
 	default:
-		return trim(v, 2)
+		return trim(v, max(2, int(-math.Floor(math.Log10(a)))+1))
 	}
 }
 

@@ -37,7 +37,7 @@ func TestNiceAxis(t *testing.T) {
 
 func TestNum(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 3: "3", 2.5: "2.5", 0.25: "0.25", 12.4: "12", 1200: "1.2k",
-		60000: "60k", 3.4e6: "3.4M", 1000: "1k"} {
+		60000: "60k", 3.4e6: "3.4M", 1000: "1k", 0.004: "0.004", 0.015: "0.015", 0.0005: "0.0005", -0.02: "-0.02"} {
 		if got := chart.Num(v); got != want {
 			t.Errorf("Num(%v) = %q, want %q", v, got, want)
 		}

@@ -49,16 +49,23 @@ var chartWindows = []chartWindow{
 // windowOf is the window r's query names (the default when none), or a
 // FieldError naming window.
 func windowOf(r *http.Request) (chartWindow, error) {
+	return windowIn(r, chartWindows, func(w chartWindow) string { return w.Value }, "1h, 24h or 7d")
+}
+
+// windowIn is the window of ws (the first the default) that r's query
+// names by its value, or a FieldError naming window that says expected.
+func windowIn[W any](r *http.Request, ws []W, value func(W) string, expected string) (W, error) {
 	v := r.URL.Query().Get("window")
 	if v == "" {
-		return chartWindows[0], nil
+		return ws[0], nil
 	}
-	for _, w := range chartWindows {
-		if w.Value == v {
+	for _, w := range ws {
+		if value(w) == v {
 			return w, nil
 		}
 	}
-	return chartWindow{}, &cks.FieldError{Field: "window", Expected: "1h, 24h or 7d"}
+	var none W
+	return none, &cks.FieldError{Field: "window", Expected: expected}
 }
 
 // chartsView is the data of the "charts" block.

@@ -249,7 +249,7 @@ func testLayout(t *testing.T, backendName string) {
 		{"/", "Agent Panel"}, {"/processes/history?kind=critic", "critic history"}, {"/tasks", "Tasks"},
 		{"/tasks/new", "New task"}, {"/tasks/1", "Task 1"}, {"/charts", "Charts"}, {"/objects", "Knowledge"},
 		{"/objects/1", "Question 1"}, {"/objects/1/forks", "Forks of question 1"}, {"/research", "Research"},
-		{"/access", "Access"}, {"/flow", "Flow control"}, {"/objects/999999", "No such object"}, {"/no/such/page", "Not found"},
+		{"/access", "Access"}, {"/flow", "Flow control"}, {"/spend", "Spend"}, {"/objects/999999", "No such object"}, {"/no/such/page", "Not found"},
 		{fmt.Sprintf("/tasks/%d", seed.LongTask), fmt.Sprintf("Task %d", seed.LongTask)},
 		{fmt.Sprintf("/objects/%d", seed.Question), fmt.Sprintf("Question %d", seed.Question)},
 		{fmt.Sprintf("/research?id=%d", seed.Question), "Research"},

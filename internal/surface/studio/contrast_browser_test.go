@@ -86,8 +86,8 @@ func taskIn(t testing.TB, b *backend.Backend, to cks.TaskState) {
 // TestBrowserContrast: every button, state badge, status, chip and link of
 // the Agent Panel (an alive and a stopped agent, a stopped sweeper), the
 // board (a task in each of the twelve states, an abort pending), task
-// pages and the Flow control page (a paused type, a running and a paused
-// schedule) has text at least 4.5:1 against its background (WCAG 2 AA), in
+// pages (one its budget stopped), the Flow control page (a paused type, a
+// running and a paused schedule) and the Spend page has text at least 4.5:1 against its background (WCAG 2 AA), in
 // the light scheme and in the dark one. On both backends.
 func TestBrowserContrast(t *testing.T) {
 	t.Parallel()
@@ -119,6 +119,12 @@ func TestBrowserContrast(t *testing.T) {
 			t.Fatalf("stop the lease reaper: %d %s", code, out)
 		}
 		seedFlow(t, h)
+		// A task its budget stopped: its report reached max_tokens.
+		if code, out := h.api(t, http.MethodPost, "/v1/tasks", `{"type":"budgeted","title":"Over budget","max_tokens":100,"max_cost":"1"}`); code != http.StatusCreated {
+			t.Fatalf("create_task: %d %s", code, out)
+		}
+		overBudget := h.claimOne(t, "budgeted")
+		h.reportUsage(t, overBudget, `{"model":"gpt-5","input_tokens":80,"output_tokens":40,"cost":"0.01"}`)
 		var all []string
 		for _, st := range ledger.All {
 			all = append(all, "state="+string(st))
@@ -130,6 +136,8 @@ func TestBrowserContrast(t *testing.T) {
 			{"a stopped task's page", fmt.Sprintf("/tasks/%d", claimed[0].ID), `#task-actions`},
 			{"an open task's page", "/tasks/1", `#task-actions`},
 			{"the Flow control page", "/flow", `[data-schedule-card="weekly"].card--stopped`},
+			{"a task its budget stopped", fmt.Sprintf("/tasks/%d", overBudget.ID), `[data-budget-stop]`},
+			{"the Spend page", "/spend", `[data-spend-top]`},
 		}
 		for _, scheme := range []string{"light", "dark"} {
 			tb := newTab(t, 0)

@@ -79,4 +79,7 @@ func TestScreenshots(t *testing.T) {
 	} {
 		shoot(s.name, s.path, s.ready, s.width)
 	}
+	// The Spend page last: its day of reports adds tasks to the board.
+	seedSpendHistory(t, h)
+	shoot("spend", "/spend", `#chart-cost-type svg rect`, 0)
 }

@@ -10,7 +10,8 @@
 // call the API's routes of stop, start, cancel, retry, answer, review and
 // update, and /tasks/new, create_task's form), the Flow control page
 // (/flow: flow.go; the paused task types and the schedules, with their
-// verbs), the access page (/access:
+// verbs), the Spend page (/spend: spend.go; get_usage's sums over a
+// window, charted and tabled), the access page (/access:
 // access.go; principals, grants, tokens and sessions), the
 // knowledge inspector (/objects, /objects/{id}, /objects/{id}/forks:
 // objects.go, versions.go) and the research page (/research: research.go).
@@ -117,6 +118,7 @@ var pages = map[string]*template.Template{
 	"charts":   parsePage("charts.html"),
 	"access":   parsePage("access.html"),
 	"flow":     parsePage("flow.html"),
+	"spend":    parsePage("spend.html"),
 }
 
 func loadAssets() map[string]asset {
@@ -178,7 +180,7 @@ func parsePage(name string, more ...string) *template.Template {
 		files = append(files, "templates/"+m)
 	}
 	return template.Must(template.New(name).
-		Funcs(template.FuncMap{"asset": assetURL, "pair": pair, "size": byteSize}).
+		Funcs(template.FuncMap{"asset": assetURL, "pair": pair, "size": byteSize, "spendTable": spendTableOf}).
 		ParseFS(templateFS, files...))
 }
 
@@ -246,6 +248,8 @@ func New(svc *ops.Services, opts Options) http.Handler {
 		mux.HandleFunc("GET "+ChartsFragmentPath, s.chartsFragment)
 		mux.HandleFunc("GET "+FlowPath, s.flowPage)
 		mux.HandleFunc("GET "+FlowFragmentPath, s.flowFragment)
+		mux.HandleFunc("GET "+SpendPath, s.spendPage)
+		mux.HandleFunc("GET "+SpendFragmentPath, s.spendFragment)
 	}
 	if s.ops.Objects != nil {
 		mux.HandleFunc("GET "+ObjectsPath, s.objectList)
@@ -281,8 +285,8 @@ type layout struct {
 	// Nav names the header link of the current page: "panel", "tasks",
 	// "flow" …
 	Nav string
-	// Tasks shows the header links to the task board, the charts and the
-	// Flow control page.
+	// Tasks shows the header links to the task board, the charts, the
+	// Flow control page and the Spend page.
 	Tasks bool
 	// Objects shows the header links to the knowledge inspector and the
 	// research page.

@@ -811,6 +811,37 @@ type taskDetail struct {
 	// Moved is the event that moved the task into its state: who did
 	// and why, shown under the title (a stop's operator and reason).
 	Moved *eventView
+	// Spend is what the task's attempts reported spending against its
+	// budget (get_task's spend); nil when it has neither.
+	Spend *budgetView
+	// BudgetStop is the question of a task its budget stopped: NEEDS_INPUT
+	// with its spend at a budget (cks.TaskSpend.Over), shown at the top.
+	BudgetStop string
+}
+
+// budgetView is a task's spend against its budget, with the share of
+// each budget used (0 to 100, for its bar).
+type budgetView struct {
+	cks.TaskSpend
+	TokensPercent, CostPercent int
+	// Over says which budget the spend has used up ("" when none).
+	Over string
+}
+
+// budgetOf formats sp; nil for nil.
+func budgetOf(sp *cks.TaskSpend) *budgetView {
+	if sp == nil {
+		return nil
+	}
+	share := func(used, of float64) int { return int(min(100, max(0, 100*used/of))) }
+	v := &budgetView{TaskSpend: *sp, Over: sp.Over()}
+	if sp.MaxTokens > 0 {
+		v.TokensPercent = share(float64(sp.Tokens), float64(sp.MaxTokens))
+	}
+	if sp.MaxCost > 0 {
+		v.CostPercent = share(float64(sp.Cost), float64(sp.MaxCost))
+	}
+	return v
 }
 
 // executorProcess is the agent process an abort names as its executor.
@@ -848,10 +879,28 @@ func editFields(t cks.Task) []editField {
 			Material: cks.TaskPatch{Payload: t.Payload}.Material()},
 		{Name: "metadata", Label: "Metadata (a JSON object)", Value: prettyJSON(t.Metadata), Multiline: true, JSON: true,
 			Material: cks.TaskPatch{Metadata: json.RawMessage(`{}`)}.Material()},
+		{Name: "max_tokens", Label: "Budget: max tokens (0: none)", Value: budgetText(t.Spend, false), Number: true,
+			Material: cks.TaskPatch{MaxTokens: new(int64(0))}.Material()},
+		{Name: "max_cost", Label: "Budget: max cost in USD (0: none)", Value: budgetText(t.Spend, true),
+			Material: cks.TaskPatch{MaxCost: new("0")}.Material()},
 		{Name: "add_depends_on", Label: "Add dependencies (task ids)", IDs: true, Material: cks.TaskPatch{AddDependsOn: []int64{t.ID}}.Material()},
 		{Name: "remove_depends_on", Label: "Remove dependencies (task ids)", IDs: true, Material: cks.TaskPatch{RemoveDependsOn: []int64{t.ID}}.Material()},
 		{Name: "cancel_children", Label: "Cancel children (task ids)", IDs: true, Material: cks.TaskPatch{CancelChildren: []int64{t.ID}}.Material()},
 	}
+}
+
+// budgetText is the edit form's value of a budget of sp: max_cost's
+// decimal (cost) or max_tokens, "" when none is set.
+func budgetText(sp *cks.TaskSpend, cost bool) string {
+	switch {
+	case sp == nil:
+		return ""
+	case cost && sp.MaxCost > 0:
+		return sp.MaxCost.String()
+	case !cost && sp.MaxTokens > 0:
+		return strconv.FormatInt(sp.MaxTokens, 10)
+	}
+	return ""
 }
 
 // attemptView is one attempt of a task, formatted for display.
@@ -862,6 +911,8 @@ type attemptView struct {
 	Workspace string
 	Evidence  []evidenceView
 	Decisions []decisionView
+	// Spend sums what the attempt reported spending; nil when nothing.
+	Spend *cks.UsageSum
 	// Empty: nothing recorded.
 	Empty bool
 }
@@ -1034,6 +1085,9 @@ func (s *server) taskPage(w http.ResponseWriter, r *http.Request) {
 			To: string(e.To), ToClass: stateClass(e.To), Attempt: e.Attempt, Reason: e.Reason})
 	}
 	d.Revisions = revisions(t.Events)
+	if d.Spend = budgetOf(t.Spend); d.Spend != nil && d.Spend.Over != "" && t.State == cks.TaskNeedsInput {
+		d.BudgetStop = t.Question
+	}
 	for i := len(d.Events) - 1; i >= 0; i-- {
 		if e := d.Events[i]; e.To == string(t.State) {
 			d.Moved = &d.Events[i]
@@ -1081,8 +1135,8 @@ func at(now, t time.Time) timeField {
 
 // attempt formats one attempt of a task whose revision is now revision.
 func attempt(a cks.AttemptView, revision int) attemptView {
-	v := attemptView{Restart: a.Restart, Attempt: a.Attempt, Aborted: a.Aborted, Workspace: a.Workspace,
-		Empty: len(a.Evidence) == 0 && len(a.Decisions) == 0 && a.Workspace == ""}
+	v := attemptView{Restart: a.Restart, Attempt: a.Attempt, Aborted: a.Aborted, Workspace: a.Workspace, Spend: a.Spend,
+		Empty: len(a.Evidence) == 0 && len(a.Decisions) == 0 && a.Workspace == "" && a.Spend == nil}
 	for _, e := range a.Evidence {
 		v.Evidence = append(v.Evidence, evidenceView{ID: e.ID, Attempt: e.Attempt, Restart: e.Restart, Revision: e.Revision,
 			Kind: e.Kind, Body: e.Body, Actor: e.Actor, At: stamp(e.CreatedAt), Shown: shown(e.CreatedAt)})

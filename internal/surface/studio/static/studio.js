@@ -15,7 +15,8 @@
 // Any element with data-live-fragment (an object page's live part, a
 // research question's progress, the task board's lists and a task page on
 // "tasks", the charts on "tasks" and "sweepers", the Flow control page on
-// "tasks" and "schedules") is refreshed the same way
+// "tasks" and "schedules", the Spend page on "tasks" and the poll: a usage
+// report publishes no event) is refreshed the same way
 // from its URL on the events its data-live-events names, until a fragment
 // says it is done (data-terminal). The research form posts its question to submit_research
 // (POST /v1/objects) and follows the new question's progress. A 10 s poll is
