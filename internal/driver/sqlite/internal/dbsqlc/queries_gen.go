@@ -160,6 +160,7 @@ type CksOutboxTask struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          *string
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // CksPausedType is a row of cks_paused_types.
@@ -2439,12 +2440,12 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
     ?15, ?16, ?17, ?18, ?19, ?20, ?21,
     ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-    ?30, ?31, ?32, ?33)
+    ?30, ?31, ?32, ?33, ?34)
 `
 
 type TaskInsertParams struct {
@@ -2481,6 +2482,7 @@ type TaskInsertParams struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          *string
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // The inserts return no row, only the id (the glue reads it as the last
@@ -2488,7 +2490,7 @@ type TaskInsertParams struct {
 // so the row as stored is the row sent, and reading its 30 columns back
 // (RETURNING *) was most of an insert's cost.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys)
+	result, err := db.ExecContext(ctx, taskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.Traceparent)
 	if err != nil {
 		return 0, err
 	}
@@ -2498,10 +2500,10 @@ func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams)
 const taskInsertNew = `-- name: TaskInsertNew :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11, ?12, ?12,
-    ?12, ?13, ?14, ?15)
+    ?12, ?13, ?14, ?15, ?16)
 `
 
 type TaskInsertNewParams struct {
@@ -2520,6 +2522,7 @@ type TaskInsertNewParams struct {
 	Metadata           string
 	AttemptTimeoutMs   int64
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // A new task, as the ledger's enqueue makes it: the columns a task is
@@ -2527,7 +2530,7 @@ type TaskInsertNewParams struct {
 // other one its default (no attempt, lease, outcome or schedule, the first
 // revision). Half of TaskInsert's parameters.
 func (q *Queries) TaskInsertNew(ctx context.Context, db DBTX, arg TaskInsertNewParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskInsertNew, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.MaxAttempts, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.CreatedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ConcurrencyKeys)
+	result, err := db.ExecContext(ctx, taskInsertNew, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.MaxAttempts, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.CreatedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ConcurrencyKeys, arg.Traceparent)
 	if err != nil {
 		return 0, err
 	}
@@ -2583,7 +2586,7 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent *int64) (i
 }
 
 const taskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY task_id
 `
@@ -2598,7 +2601,7 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids string) ([]CksOu
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2613,7 +2616,7 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids string) ([]CksOu
 }
 
 const taskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ?1
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = ?1
 `
 
 // One id: a plain key lookup is cheaper than the JSON list.
@@ -2626,7 +2629,7 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutb
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2651,8 +2654,8 @@ UPDATE cks_outbox_tasks SET
     result = ?20, last_error = ?21, question = ?22, answer = ?23,
     review_note = ?24, updated_at = ?25, state_changed_at = ?26,
     metadata = ?27, attempt_timeout_ms = ?28, expires_at = ?29,
-    concurrency_keys = ?30
-WHERE task_id = ?31
+    concurrency_keys = ?30, traceparent = ?31
+WHERE task_id = ?32
 `
 
 type TaskUpdateParams struct {
@@ -2686,12 +2689,13 @@ type TaskUpdateParams struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          *string
 	ConcurrencyKeys    string
+	Traceparent        string
 	TaskID             int64
 }
 
 // Every column but task_id, type, created_at and created_by.
 func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.TaskID)
+	result, err := db.ExecContext(ctx, taskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.Traceparent, arg.TaskID)
 	if err != nil {
 		return 0, err
 	}
@@ -2777,7 +2781,7 @@ func (q *Queries) TaskClaimMove(ctx context.Context, db DBTX, arg TaskClaimMoveP
 }
 
 const taskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND (CAST(?3 AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (run_after IS NULL OR run_after <= ?5)
@@ -2809,7 +2813,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2824,7 +2828,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 }
 
 const taskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND type = ?3
     AND (run_after IS NULL OR run_after <= ?4)
@@ -2855,7 +2859,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2870,7 +2874,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 }
 
 const taskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
 WHERE state IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
     AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND lease_expires_at <= ?3
@@ -2900,7 +2904,7 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2915,7 +2919,7 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 }
 
 const taskAttemptsTimed = `-- name: TaskAttemptsTimed :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_timed
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_timed
 WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
     AND state IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
     AND claimed_at <= ?2
@@ -2944,7 +2948,7 @@ func (q *Queries) TaskAttemptsTimed(ctx context.Context, db DBTX, arg TaskAttemp
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2959,7 +2963,7 @@ func (q *Queries) TaskAttemptsTimed(ctx context.Context, db DBTX, arg TaskAttemp
 }
 
 const taskExpiring = `-- name: TaskExpiring :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_expiring
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_expiring
 WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
 ORDER BY expires_at, task_id
 LIMIT ?1
@@ -2978,7 +2982,7 @@ func (q *Queries) TaskExpiring(ctx context.Context, db DBTX, limit int64) ([]Cks
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2993,7 +2997,7 @@ func (q *Queries) TaskExpiring(ctx context.Context, db DBTX, limit int64) ([]Cks
 }
 
 const taskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > ?1
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
@@ -3038,7 +3042,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3053,7 +3057,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 }
 
 const taskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?1 AS INTEGER))
     
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
@@ -3099,7 +3103,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3114,7 +3118,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 }
 
 const taskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '' ELSE CAST(?2 AS TEXT) END,
         CAST(?1 AS INTEGER))
     
@@ -3162,7 +3166,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3177,7 +3181,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 }
 
 const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '9999' ELSE CAST(?2 AS TEXT) END,
         CASE WHEN CAST(?1 AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(?1 AS INTEGER) END)
     
@@ -3226,7 +3230,7 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3241,7 +3245,7 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 }
 
 const taskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
         OR (priority = CAST(?2 AS INTEGER) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
     
@@ -3289,7 +3293,7 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3393,7 +3397,7 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 }
 
 const taskListInState = `-- name: TaskListInState :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND cks_outbox_tasks.task_id > ?2
 AND (json_array_length(CAST(?3 AS TEXT)) = 0
@@ -3435,7 +3439,7 @@ func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInSt
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3450,7 +3454,7 @@ func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInSt
 }
 
 const taskListInStateDesc = `-- name: TaskListInStateDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND (CAST(?2 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?2 AS INTEGER))
     
@@ -3493,7 +3497,7 @@ func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskList
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3767,7 +3771,7 @@ func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids string) 
 }
 
 const taskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
         WHERE d.depends_on IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
     AND +state = CAST(?2 AS TEXT)
@@ -3792,7 +3796,7 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
