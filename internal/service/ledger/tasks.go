@@ -296,6 +296,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		}
 		rows[k].AttemptTimeoutMs = timeout.Milliseconds()
 		rows[k].ConcurrencyKeys = encodeKeys(n.ConcurrencyKeys)
+		rows[k].Traceparent = n.Traceparent
 		if rows[k].ExpiresAt, err = expiresAt(n, now, rows[k].RunAfter, name(i, "expires_at")); err != nil {
 			return nil, err
 		}
@@ -305,6 +306,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		if err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
+		noteCreated(ex, inserted)
 		var edges []driver.TaskDep
 		var events []driver.TaskEventRow
 		for k, r := range inserted { // as stored: the database's form of the JSON columns
@@ -1205,7 +1207,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 	if err != nil {
 		return cks.ClaimedTask{}, err
 	}
-	return cks.ClaimedTask{Task: t, LeaseToken: token}, nil
+	return cks.ClaimedTask{Task: t, LeaseToken: token, Traceparent: t.Traceparent}, nil
 }
 
 // Approve ends a review: REVIEWING → COMPLETED (releasing dependants like
