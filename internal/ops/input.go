@@ -301,9 +301,9 @@ func expand(template string, in any) (string, error) {
 	return res, nil
 }
 
-// fillHeaders sets the fields of in that op takes from request headers
-// (Spec.Headers) and req has, when the body did not send them; a body that
-// sent one with another value is refused naming the field.
+// fillHeaders sets the text fields of in that op takes from request
+// headers (Spec.Headers) and req has, when the body left them empty; a
+// body that gave one another value is refused naming the field.
 func fillHeaders(op Operation, req Request, in any, given map[string]bool) error {
 	if req.Header == nil {
 		return nil
@@ -313,8 +313,8 @@ func fillHeaders(op Operation, req Request, in any, given map[string]bool) error
 		if v == "" {
 			continue
 		}
-		if given[name] {
-			if cks.InputField(in, name).String() != v {
+		if body := cks.InputField(in, name).String(); body != "" {
+			if body != v {
 				return &cks.FieldError{Field: name, Expected: "the same value in the body as in the " + name + " header, or only one of them"}
 			}
 			continue
