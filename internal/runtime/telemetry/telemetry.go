@@ -115,6 +115,9 @@ func NewTracer(exp sdktrace.SpanExporter, service string, next ledger.Observer) 
 // Shutdown exports the spans not yet exported and stops the exporter.
 func (t *Tracer) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
 
+// ForceFlush exports the spans not yet exported.
+func (t *Tracer) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }
+
 // Claimed implements ledger.Observer: next is told. The attempt's span is
 // recorded at its end, started at its claim.
 func (t *Tracer) Claimed(claims []ledger.Claim) {
