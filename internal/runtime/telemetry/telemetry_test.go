@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // counting is an Observer that counts what it is told.
 type counting struct{ claims, ends int }
 
-func (c *counting) Claimed(cl []ledger.Claim)         { c.claims += len(cl) }
+func (c *counting) Claimed(cl []ledger.Claim)           { c.claims += len(cl) }
 func (c *counting) AttemptsEnded(e []ledger.AttemptEnd) { c.ends += len(e) }
 
 // TestOffIsNothing: with tracing off (the default) Start hands back the
