@@ -81,14 +81,14 @@ func Start(ctx context.Context, cfg config.Tracing, next ledger.Observer, log *s
 	if err != nil {
 		return nil, nil, fmt.Errorf("tracing: the OTLP exporter for %s: %w", cfg.Endpoint, err)
 	}
-	t, err := NewTracer(exp, cfg.ServiceName, next)
+	t, err := newTracer(exp, cfg.ServiceName, next)
 	if err != nil {
 		return nil, nil, err
 	}
 	if log != nil {
 		log.Info("exporting traces", "endpoint", cfg.Endpoint, "service", cfg.ServiceName)
 	}
-	return t, t.Shutdown, nil
+	return t, t.shutdown, nil
 }
 
 // Tracer is the ledger.Tracer of a hub that exports traces.
@@ -100,10 +100,10 @@ type Tracer struct {
 
 var _ ledger.Tracer = (*Tracer)(nil)
 
-// NewTracer is a Tracer exporting to exp (batched) as service, telling
+// newTracer is a Tracer exporting to exp (batched) as service, telling
 // next (nil: no one) of the claims and attempt ends. The sampler is the
 // SDK's, from OTEL_TRACES_SAMPLER (default: parent-based, always on).
-func NewTracer(exp sdktrace.SpanExporter, service string, next ledger.Observer) (*Tracer, error) {
+func newTracer(exp sdktrace.SpanExporter, service string, next ledger.Observer) (*Tracer, error) {
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(service)))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
@@ -112,11 +112,8 @@ func NewTracer(exp sdktrace.SpanExporter, service string, next ledger.Observer) 
 	return &Tracer{next: next, tp: tp, tr: tp.Tracer(ScopeName)}, nil
 }
 
-// Shutdown exports the spans not yet exported and stops the exporter.
-func (t *Tracer) Shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
-
-// ForceFlush exports the spans not yet exported.
-func (t *Tracer) ForceFlush(ctx context.Context) error { return t.tp.ForceFlush(ctx) }
+// shutdown exports the spans not yet exported and stops the exporter.
+func (t *Tracer) shutdown(ctx context.Context) error { return t.tp.Shutdown(ctx) }
 
 // Claimed implements ledger.Observer: next is told. The attempt's span is
 // recorded at its end, started at its claim.
