@@ -24,7 +24,8 @@ const (
 	defaultOTLPHTTPEndpoint = "http://localhost:4318"
 )
 
-// Tracing is whether and where a hub exports its OpenTelemetry traces.
+// Tracing is whether and where a hub (or an agent, which claims and ends
+// attempts through a ledger of its own) exports its OpenTelemetry traces.
 // Off by default: a hub exports only when OTEL_TRACES_EXPORTER=otlp, or
 // when an OTLP endpoint is set and OTEL_TRACES_EXPORTER is not none; and
 // never with OTEL_SDK_DISABLED=true. It exports OTLP over HTTP
@@ -90,9 +91,11 @@ func ParseTracing(getenv Getenv) (Tracing, error) {
 	return t, nil
 }
 
-// tracingSettings are the OTEL_* variables a hub reads (ParseTracing).
+// tracingSettings are the OTEL_* variables a hub and the agents read
+// (ParseTracing): an agent claims and ends attempts through a ledger of
+// its own, and records their spans as a hub does.
 func tracingSettings() []Setting {
-	hubs := hubReaders()
+	hubs := append(hubReaders(), agentWords(AgentKinds()...)...)
 	return []Setting{
 		{Env: EnvTracesExporter, Readers: hubs, Default: "none unless an OTLP endpoint is set",
 			Doc: "otlp: export OpenTelemetry traces of the tasks (their create, each attempt from claim to end; docs/tracing.md); " +

@@ -1,203 +1,18 @@
 package hub_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/internal/backend/backendtest"
 	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/internal/hub"
 	"github.com/cks-dev/cks/internal/waitfor"
 )
-
-// receiver is a real OTLP receiver: the OpenTelemetry Collector of
-// tools/otelcol (its OTLP/HTTP receiver and file exporter), which .ci/run
-// builds and names in CKS_OTELCOL. Without it the test is skipped, or
-// fails under CI=true. It writes every span it receives to file, one OTLP
-// JSON document a line.
-type receiver struct {
-	endpoint string // the OTLP/HTTP traces URL
-	file     string
-}
-
-// startReceiver starts the collector on a free port of 127.0.0.1 and stops
-// it when the test ends.
-func startReceiver(t *testing.T) receiver {
-	t.Helper()
-	bin := os.Getenv("CKS_OTELCOL")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but CKS_OTELCOL is unset: .ci/run builds tools/otelcol and names it there; the traces must be tested against it")
-		}
-		t.Skip("CKS_OTELCOL unset: build the OTLP receiver with `(cd tools/otelcol && go build -o /tmp/otelcol .)` and set CKS_OTELCOL=/tmp/otelcol")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	dir := t.TempDir()
-	r := receiver{endpoint: "http://" + addr + "/v1/traces", file: filepath.Join(dir, "spans.jsonl")}
-	cfg := fmt.Sprintf(`receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: %s
-exporters:
-  file:
-    path: %s
-    flush_interval: 50ms
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    traces:
-      receivers: [otlp]
-      exporters: [file]
-`, addr, r.file)
-	cfgFile := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "--config", cfgFile)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("the receiver's output:\n%s", out.String())
-		}
-	})
-	// Ready once it answers an empty export.
-	waitfor.Until(t, "the OTLP receiver to listen on "+addr, func() bool {
-		select {
-		case err := <-exited:
-			t.Fatalf("the receiver exited: %v\n%s", err, out.String())
-		default:
-		}
-		resp, err := http.Post(r.endpoint, "application/json", strings.NewReader(`{"resourceSpans":[]}`))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return r
-}
-
-// span is a span as the receiver wrote it (OTLP JSON).
-type span struct {
-	TraceID      string `json:"traceId"`
-	SpanID       string `json:"spanId"`
-	ParentSpanID string `json:"parentSpanId"`
-	Name         string `json:"name"`
-	Start        string `json:"startTimeUnixNano"`
-	End          string `json:"endTimeUnixNano"`
-	Attributes   []attr `json:"attributes"`
-	Events       []struct {
-		Name       string `json:"name"`
-		Attributes []attr `json:"attributes"`
-	} `json:"events"`
-	Status struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"status"`
-	service string
-}
-
-type attr struct {
-	Key   string         `json:"key"`
-	Value map[string]any `json:"value"`
-}
-
-// attr is the value of the attribute key as text ("" when absent).
-func (s span) attr(key string) string {
-	for _, a := range s.Attributes {
-		if a.Key == key {
-			for _, v := range a.Value {
-				if arr, ok := v.(map[string]any); ok { // an arrayValue
-					var parts []string
-					vals, _ := arr["values"].([]any)
-					for _, x := range vals {
-						for _, y := range x.(map[string]any) {
-							parts = append(parts, fmt.Sprint(y))
-						}
-					}
-					return strings.Join(parts, ",")
-				}
-				return fmt.Sprint(v)
-			}
-		}
-	}
-	return ""
-}
-
-// spans reads every span the receiver wrote so far, of service.
-func (r receiver) spans(t *testing.T, service string) []span {
-	t.Helper()
-	f, err := os.Open(r.file)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []span
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var doc struct {
-			ResourceSpans []struct {
-				Resource struct {
-					Attributes []attr `json:"attributes"`
-				} `json:"resource"`
-				ScopeSpans []struct {
-					Spans []span `json:"spans"`
-				} `json:"scopeSpans"`
-			} `json:"resourceSpans"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &doc); err != nil {
-			continue // a line being written
-		}
-		for _, rs := range doc.ResourceSpans {
-			svc := span{Attributes: rs.Resource.Attributes}.attr("service.name")
-			if svc != service {
-				continue
-			}
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					s.service = svc
-					out = append(out, s)
-				}
-			}
-		}
-	}
-	return out
-}
 
 // TestTracesReachARealReceiver (both backends): a hub with tracing on,
 // exporting to a real OpenTelemetry Collector, traces the tasks it is
@@ -211,14 +26,14 @@ func (r receiver) spans(t *testing.T, service string) []span {
 // status: a completed attempt Ok; a retried one Error with a retry event,
 // then the retry's own attempt; a stopped one an abort event.
 func TestTracesReachARealReceiver(t *testing.T) {
-	rec := startReceiver(t)
+	rec := backendtest.StartReceiver(t)
 	for name, db := range hubDatabases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			service := "cks-trace-test-" + name
 			set := config.DefaultHub()
 			set.Ledger.RetryBackoff = 0
-			set.Tracing = config.Tracing{Enabled: true, Endpoint: rec.endpoint, ServiceName: service}
+			set.Tracing = config.Tracing{Enabled: true, Endpoint: rec.Endpoint, ServiceName: service}
 			h := runHub(t, hub.Config{DatabaseURL: db(t), Settings: set})
 
 			const (
@@ -331,23 +146,23 @@ func TestTracesReachARealReceiver(t *testing.T) {
 			if err := h.stop(); err != nil {
 				t.Fatal(err)
 			}
-			var spans []span
+			var spans []backendtest.Span
 			want := 7 // 3 creates, 4 attempts
 			waitfor.Until(t, "the receiver to hold the hub's spans", func() bool {
-				spans = rec.spans(t, service)
+				spans = rec.Spans(t, service)
 				return len(spans) >= want
 			})
-			byName := func(name, taskID string) []span {
-				var out []span
+			byName := func(name, taskID string) []backendtest.Span {
+				var out []backendtest.Span
 				for _, s := range spans {
-					if s.Name == name && s.attr("cks.task.id") == taskID {
+					if s.Name == name && s.Attr("cks.task.id") == taskID {
 						out = append(out, s)
 					}
 				}
 				return out
 			}
 			id := func(n int64) string { return fmt.Sprint(n) }
-			check := func(what string, s span, trace, parent string) {
+			check := func(what string, s backendtest.Span, trace, parent string) {
 				t.Helper()
 				if s.TraceID != trace || s.ParentSpanID != parent {
 					t.Errorf("%s: trace %s parent %s; want trace %s parent %s", what, s.TraceID, s.ParentSpanID, trace, parent)
@@ -363,8 +178,8 @@ func TestTracesReachARealReceiver(t *testing.T) {
 			if attA[0].SpanID != fmt.Sprintf("%x", tpA.SpanID) {
 				t.Errorf("A's attempt span %s, but the claim handed the executor %s", attA[0].SpanID, ca.Traceparent)
 			}
-			if s := attA[0]; s.attr("cks.task.type") != "alpha" || s.attr("cks.task.attempt") != "1" || s.attr("cks.task.restarts") != "0" ||
-				s.attr("cks.agent") != "agent-7" || s.attr("cks.attempt.outcome") != "completed" || s.Status.Code != 1 {
+			if s := attA[0]; s.Attr("cks.task.type") != "alpha" || s.Attr("cks.task.attempt") != "1" || s.Attr("cks.task.restarts") != "0" ||
+				s.Attr("cks.agent") != "agent-7" || s.Attr("cks.attempt.outcome") != "completed" || s.Status.Code != 1 {
 				t.Errorf("A's attempt: attributes %+v status %+v; want alpha, attempt 1, restarts 0, agent-7, completed, Ok", s.Attributes, s.Status)
 			}
 
@@ -373,24 +188,24 @@ func TestTracesReachARealReceiver(t *testing.T) {
 				t.Fatalf("B's spans: %d create_task, %d attempt; want 1 and 2", len(createB), len(attB))
 			}
 			check("B's create_task", createB[0], traceB, spanB)
-			if createB[0].attr("cks.task.concurrency_keys") != "openai" {
-				t.Errorf("B's create_task keys: %q", createB[0].attr("cks.task.concurrency_keys"))
+			if createB[0].Attr("cks.task.concurrency_keys") != "openai" {
+				t.Errorf("B's create_task keys: %q", createB[0].Attr("cks.task.concurrency_keys"))
 			}
-			var retried, done span
+			var retried, done backendtest.Span
 			for _, s := range attB {
 				check("B's attempt", s, traceB, spanB)
-				switch s.attr("cks.attempt.outcome") {
+				switch s.Attr("cks.attempt.outcome") {
 				case "retried":
 					retried = s
 				case "completed":
 					done = s
 				}
 			}
-			if retried.Status.Code != 2 || !strings.Contains(retried.Status.Message, "flaky upstream") || retried.attr("cks.task.attempt") != "1" ||
-				len(retried.Events) != 1 || retried.Events[0].Name != "retry" || retried.attr("cks.task.concurrency_keys") != "openai" {
+			if retried.Status.Code != 2 || !strings.Contains(retried.Status.Message, "flaky upstream") || retried.Attr("cks.task.attempt") != "1" ||
+				len(retried.Events) != 1 || retried.Events[0].Name != "retry" || retried.Attr("cks.task.concurrency_keys") != "openai" {
 				t.Errorf("B's retried attempt: %+v; want Error naming the reason, attempt 1, a retry event, key openai", retried)
 			}
-			if done.Status.Code != 1 || done.attr("cks.task.attempt") != "2" {
+			if done.Status.Code != 1 || done.Attr("cks.task.attempt") != "2" {
 				t.Errorf("B's second attempt: %+v; want Ok, attempt 2", done)
 			}
 
@@ -401,8 +216,8 @@ func TestTracesReachARealReceiver(t *testing.T) {
 			traceC := fmt.Sprintf("%x", tpC.TraceID)
 			check("C's create_task (a root)", createC[0], traceC, "")
 			check("C's attempt", attC[0], traceC, createC[0].SpanID)
-			if s := attC[0]; s.attr("cks.attempt.outcome") != "stopped" || len(s.Events) != 1 || s.Events[0].Name != "abort" ||
-				s.attr("cks.attempt.reason") == "" {
+			if s := attC[0]; s.Attr("cks.attempt.outcome") != "stopped" || len(s.Events) != 1 || s.Events[0].Name != "abort" ||
+				s.Attr("cks.attempt.reason") == "" {
 				t.Errorf("C's attempt: %+v; want outcome stopped with an abort event and the reason", s)
 			}
 		})
