@@ -147,6 +147,9 @@ type Task struct {
 	// ConcurrencyKeys are the keys whose limits the claims of the task
 	// respect (NewTask.ConcurrencyKeys).
 	ConcurrencyKeys []string `json:"concurrency_keys,omitempty"`
+	// Traceparent is the W3C traceparent the task was created under
+	// (NewTask.Traceparent); empty for none.
+	Traceparent string `json:"traceparent,omitempty"`
 	// AttemptDeadline is, while an attempt with a timeout runs (CLAIMED,
 	// RUNNING), when the lease reaper ends it: ClaimedAt + AttemptTimeout.
 	AttemptDeadline time.Time `json:"attempt_deadline,omitzero"`
@@ -208,6 +211,13 @@ const MaxChildIDs = 100
 type ClaimedTask struct {
 	Task
 	LeaseToken string `json:"lease_token"`
+	// Traceparent is the trace context the executor works the attempt
+	// under (W3C; an exec agent's command gets it as TRACEPARENT): the
+	// attempt's span when the hub exports traces (docs/tracing.md), so
+	// the executor's own spans nest under it, else the task's own
+	// traceparent (Task.Traceparent, which it shadows in the claim's
+	// answer); empty when there is neither.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // CurrentEvidence returns the evidence of the current attempt only (nil
@@ -326,6 +336,12 @@ type NewTask struct {
 	// decimal string in USD ("2.50"); 0 or empty: no budget.
 	MaxTokens int64  `json:"max_tokens,omitempty"`
 	MaxCost   string `json:"max_cost,omitempty"`
+	// Traceparent, when set, is the W3C traceparent of the caller's span
+	// (over HTTP also the traceparent header): the task is kept in that
+	// trace, and the hub's spans of it (its create, each attempt; when it
+	// exports traces) are children of that span. Version 00, lower-case
+	// hex (ParseTraceparent).
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // ParseAttemptTimeout is d parsed as an attempt timeout (0 when empty), or
@@ -392,6 +408,11 @@ func (n NewTask) Validate() (NewTask, error) {
 	}
 	if n.ConcurrencyKeys, err = ValidateConcurrencyKeys("concurrency_keys", n.ConcurrencyKeys); err != nil {
 		return n, err
+	}
+	if n.Traceparent != "" {
+		if _, err := ParseTraceparent("traceparent", n.Traceparent); err != nil {
+			return n, err
+		}
 	}
 	seen := map[int64]bool{}
 	deps := make([]int64, 0, len(n.DependsOn))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cks-dev/cks/cmd/cks/internal/shutdown"
 	"github.com/cks-dev/cks/internal/agents"
@@ -16,6 +17,7 @@ import (
 	"github.com/cks-dev/cks/internal/base/datadir"
 	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/internal/hub"
+	"github.com/cks-dev/cks/internal/runtime/telemetry"
 	"github.com/cks-dev/cks/internal/runtime/worker"
 	"github.com/cks-dev/cks/internal/service/llm"
 )
@@ -101,6 +103,27 @@ func cmdAgent(ctx context.Context, args []string, e env) error {
 	}
 	defer st.Close()
 	log.Info("agent database opened", "process_kind", a.kind, "database", name, "backend", st.Dialect())
+	// An agent claims and ends attempts through a ledger of its own: with
+	// tracing on (OTEL_*), it records their spans as a hub does
+	// (docs/tracing.md); off, nothing.
+	tracing, err := config.ParseTracing(e.getenv)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	tracer, stopTracing, err := telemetry.Start(ctx, tracing, nil, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			log.Warn("flushing the traces at exit", "err", err)
+		}
+	}()
+	if tracer != nil {
+		st.Tasks.ObserveWith(tracer)
+	}
 	resolve, background, err := a.work(st, model, log)
 	if err != nil {
 		return err

@@ -360,6 +360,9 @@ func printTaskFields(w io.Writer, t cks.Task) {
 	if len(t.ConcurrencyKeys) > 0 {
 		row("keys", strings.Join(t.ConcurrencyKeys, ", "))
 	}
+	if t.Traceparent != "" {
+		row("traceparent", t.Traceparent)
+	}
 	if t.AttemptTimeout != "" {
 		timeout := string(t.AttemptTimeout) + " an attempt"
 		if !t.AttemptDeadline.IsZero() {

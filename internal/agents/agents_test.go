@@ -470,3 +470,31 @@ func gone(pid int) bool {
 	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
 }
+
+// TestExecTraceparent (both backends): the exec agent's command gets the
+// trace context its claim handed the attempt as TRACEPARENT — on a
+// ledger that does not trace, the task's own traceparent — and no
+// TRACEPARENT for a task that has none.
+func TestExecTraceparent(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: time.Hour})
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		for _, c := range []struct{ typ, tp string }{{"traced", tp}, {"untraced", ""}} {
+			backendtest.MustEnqueue(t, st, cks.NewTask{Type: c.typ, Title: "run me", Traceparent: c.tp})
+			got, err := st.Tasks.Claim(context.Background(), ledger.ClaimParams{Worker: "exec-test", Types: []string{c.typ}, N: 1, Lease: time.Hour})
+			if err != nil || len(got) != 1 || got[0].Traceparent != c.tp {
+				t.Fatalf("claim %s: %+v, %v; want the traceparent %q", c.typ, got, err, c.tp)
+			}
+			r, err := ex.Run(context.Background(), got[0], agents.Exec(agents.ExecConfig{Command: []string{"sh", "-c",
+				`echo "tp=${TRACEPARENT-unset}"`}}))
+			want := "tp=" + c.tp + "\n"
+			if c.tp == "" {
+				want = "tp=unset\n"
+			}
+			if err != nil || r.Outcome != worker.Completed || r.Task.Result != want {
+				t.Fatalf("%s: %+v (%q), %v; want the result %q", c.typ, r, r.Task.Result, err, want)
+			}
+		}
+	})
+}

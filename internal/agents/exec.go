@@ -48,7 +48,8 @@ type ExecConfig struct {
 // Exec returns the resolver of `cks agent exec`: it runs cfg.Command for
 // the task with the task as JSON on stdin (without its lease token) and
 // CKS_TASK_ID, CKS_TASK_TYPE, CKS_TASK_ATTEMPT, CKS_TASK_RESTART and
-// CKS_TASK_REVISION in its environment. Exit status 0 completes the task with
+// CKS_TASK_REVISION in its environment, and TRACEPARENT when the claim
+// handed the attempt a trace context. Exit status 0 completes the task with
 // stdout (capped) as its result and as evidence "stdout"; any other status
 // fails the attempt, retryably, with the tail of stderr. The command runs in
 // a process group of its own; when the attempt is aborted (stop, update,
@@ -93,6 +94,12 @@ func Exec(cfg ExecConfig) worker.Resolver {
 			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
 			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision),
 			reportFDEnv+"=3")}
+		if tp := a.Traceparent(); tp != "" {
+			// The W3C trace context of the attempt, by the name the
+			// OpenTelemetry SDKs' environment propagation reads, so the
+			// command's own spans nest under the attempt (docs/tracing.md).
+			run.env = append(run.env, "TRACEPARENT="+tp)
+		}
 		read := make(chan struct{})
 		go func() {
 			defer close(read)

@@ -72,7 +72,7 @@ type Setting struct {
 // Table is the configuration of cks, in the order of
 // docs/configuration.md, the tests' hooks last.
 func Table() []Setting {
-	return slices.Concat(commonSettings(), hubSettings(), httpSettings(), ledgerSettings(), sweeperSettings(),
+	return slices.Concat(commonSettings(), hubSettings(), tracingSettings(), httpSettings(), ledgerSettings(), sweeperSettings(),
 		pipelineSettings(), llmSettings(), agentSettings(), testClockSettings())
 }
 

@@ -69,6 +69,9 @@ type Hub struct {
 	// default DefaultLeaderTTL): when the leader hub is killed, another
 	// hub's sweepers take over within it plus a third of it.
 	LeaderTTL time.Duration
+	// Tracing is whether and where the hub exports OpenTelemetry traces
+	// (OTEL_*; off by default).
+	Tracing Tracing
 }
 
 // DefaultHub are the settings of an empty environment.
@@ -115,6 +118,9 @@ func ParseHub(getenv Getenv) (Hub, error) {
 		return s, err
 	}
 	if s.Pipeline, err = ParsePipeline(getenv); err != nil {
+		return s, err
+	}
+	if s.Tracing, err = ParseTracing(getenv); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -76,3 +76,41 @@ func TestDurationSettingsOneParser(t *testing.T) {
 		}
 	}
 }
+
+// TestTracingSettings: tracing is off unless OTEL_TRACES_EXPORTER=otlp or
+// an OTLP endpoint is set; none and OTEL_SDK_DISABLED turn it off; the
+// endpoint resolves as the OpenTelemetry specification says; a protocol
+// other than http/protobuf, an unknown exporter and a bad URL are refused
+// naming their variable.
+func TestTracingSettings(t *testing.T) {
+	for _, c := range []struct {
+		env         map[string]string
+		on          bool
+		endpoint    string
+		service     string
+		errContains string
+	}{
+		{env: nil, endpoint: "http://localhost:4318/v1/traces", service: "cks"},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, on: true, endpoint: "http://localhost:4318/v1/traces", service: "cks"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://col:4318/", "OTEL_SERVICE_NAME": "hub-a"}, on: true,
+			endpoint: "http://col:4318/v1/traces", service: "hub-a"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://col/x"}, on: true, endpoint: "https://col/x", service: "cks"},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://col:4318", "OTEL_TRACES_EXPORTER": "none"},
+			endpoint: "http://col:4318/v1/traces", service: "cks"},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_SDK_DISABLED": "true"}, endpoint: "http://localhost:4318/v1/traces", service: "cks"},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, errContains: "OTEL_TRACES_EXPORTER="},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errContains: "OTEL_EXPORTER_OTLP_PROTOCOL="},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "col:4318"}, errContains: "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{env: map[string]string{"OTEL_SDK_DISABLED": "maybe"}, errContains: "OTEL_SDK_DISABLED="},
+	} {
+		s, err := config.ParseTracing(func(k string) string { return c.env[k] })
+		switch {
+		case c.errContains != "":
+			if err == nil || !strings.Contains(err.Error(), c.errContains) {
+				t.Errorf("%v: %v, want an error naming %s", c.env, err, c.errContains)
+			}
+		case err != nil || s.Enabled != c.on || s.Endpoint != c.endpoint || s.ServiceName != c.service:
+			t.Errorf("%v: %+v, %v; want on %v at %s as %s", c.env, s, err, c.on, c.endpoint, c.service)
+		}
+	}
+}

@@ -225,6 +225,9 @@ type TaskRow struct {
 	// strings; "" for none. Set by an insert and by TaskUpdateMany, never
 	// by a move.
 	ConcurrencyKeys string
+	// Traceparent is the W3C traceparent the task was created under; ""
+	// for none. Set by an insert, never changed after it.
+	Traceparent string
 }
 
 // TaskExecutor holds the primitives of the task ledger. Reads that a
@@ -448,7 +451,7 @@ func OnlyMoved(before, after TaskRow) bool {
 		before.Description == after.Description && before.AcceptanceCriteria == after.AcceptanceCriteria &&
 		before.Priority == after.Priority && before.MaxAttempts == after.MaxAttempts &&
 		before.AttemptTimeoutMs == after.AttemptTimeoutMs && before.ExpiresAt.Equal(after.ExpiresAt) &&
-		before.ConcurrencyKeys == after.ConcurrencyKeys &&
+		before.ConcurrencyKeys == after.ConcurrencyKeys && before.Traceparent == after.Traceparent &&
 		before.Revision == after.Revision && before.ParentID == after.ParentID &&
 		before.DedupeKey == after.DedupeKey && before.CreatedBy == after.CreatedBy &&
 		before.AgentTokenHash == after.AgentTokenHash && before.CreatedAt.Equal(after.CreatedAt) &&

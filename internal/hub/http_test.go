@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,9 @@ type testHub struct {
 	url, token string
 	dir        datadir.Dir
 	addr       string // host:port
+	// stop stops the hub (as the test's end does) and reports hub.Run's
+	// error; once, however often it is called.
+	stop func() error
 }
 
 // runHub starts hub.Run with cfg (its data directory, listen address and
@@ -49,9 +53,12 @@ func runHub(t testing.TB, cfg hub.Config) testHub {
 	ready := make(chan hub.Ready, 1)
 	done := make(chan error, 1)
 	go func() { done <- hub.Run(ctx, cfg, func(r hub.Ready) { ready <- r }) }()
-	t.Cleanup(func() {
+	stop := sync.OnceValue(func() error {
 		cancel()
-		if err := <-done; err != nil {
+		return <-done
+	})
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
 			t.Errorf("hub.Run: %v", err)
 		}
 	})
@@ -62,7 +69,7 @@ func runHub(t testing.TB, cfg hub.Config) testHub {
 			t.Fatal(err)
 		}
 		u, _ := url.Parse(r.URL)
-		return testHub{url: r.URL, token: tok, dir: cfg.DataDir, addr: u.Host}
+		return testHub{url: r.URL, token: tok, dir: cfg.DataDir, addr: u.Host, stop: stop}
 	case err := <-done:
 		t.Fatalf("hub.Run: %v", err)
 	case <-time.After(30 * time.Second):

@@ -22,6 +22,7 @@ import (
 	"github.com/cks-dev/cks/internal/config"
 	"github.com/cks-dev/cks/internal/driver"
 	"github.com/cks-dev/cks/internal/ops"
+	"github.com/cks-dev/cks/internal/runtime/telemetry"
 	"github.com/cks-dev/cks/internal/service/auth"
 	"github.com/cks-dev/cks/internal/surface/api"
 	"github.com/cks-dev/cks/internal/surface/mcpserver"
@@ -128,7 +129,23 @@ func Run(ctx context.Context, cfg Config, onReady func(Ready)) error {
 	// The task metrics of /metrics: what this hub's claims and attempt
 	// ends were (ledger.Observer).
 	taskObs := newTaskMetrics()
-	st.Tasks.ObserveWith(taskObs)
+	// With tracing on (OTEL_*, off by default), the observer is a Tracer
+	// over the metrics that exports the tasks' spans; off, it is the
+	// metrics alone and nothing traces (telemetry.Start).
+	obs, stopTracing, err := telemetry.Start(ctx, settings.Tracing, taskObs, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans not yet exported are flushed, for at most the
+		// shutdown timeout.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("flushing the traces at shutdown", "err", err)
+		}
+	}()
+	st.Tasks.ObserveWith(obs)
 	if cfg.Clock == nil {
 		// The database's clock on Postgres (backend.Clock): liveness and
 		// leases are judged by the clock the agents stamped them with.

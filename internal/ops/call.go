@@ -20,6 +20,9 @@ type Request struct {
 	// input (Decode).
 	PathValue func(string) string
 	Query     url.Values
+	// Header, over HTTP, reads a request header (the operation's
+	// Spec.Headers); nil elsewhere.
+	Header func(string) string
 	// Ready, when set, runs with the checked input just before the call
 	// (the HTTP surface extends its write deadline by op.Wait(in)).
 	Ready func(in any)

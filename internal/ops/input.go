@@ -152,6 +152,9 @@ func decode(op Operation, req Request, sc *scan) (any, presence, error) {
 		}
 		given[name] = true
 	}
+	if err := fillHeaders(op, req, in, given); err != nil {
+		return nil, nil, err
+	}
 	return in, func(p string) bool { return given[p] }, nil
 }
 
@@ -296,4 +299,33 @@ func expand(template string, in any) (string, error) {
 		res = strings.ReplaceAll(res, "{"+name+"}", v)
 	}
 	return res, nil
+}
+
+// fillHeaders sets the text fields of in that op takes from request
+// headers (Spec.Headers) and req has, when the body left them empty; a
+// body that gave one another value is refused naming the field.
+func fillHeaders(op Operation, req Request, in any, given map[string]bool) error {
+	if req.Header == nil {
+		return nil
+	}
+	for _, name := range op.Spec().Headers {
+		v := req.Header(name)
+		if v == "" {
+			continue
+		}
+		if body := cks.InputField(in, name).String(); body != "" {
+			if body != v {
+				return &cks.FieldError{Field: name, Expected: "the same value in the body as in the " + name + " header, or only one of them"}
+			}
+			continue
+		}
+		if err := cks.ValidateText(name, v); err != nil {
+			return err
+		}
+		if err := setText(in, name, v, false); err != nil {
+			return err
+		}
+		given[name] = true
+	}
+	return nil
 }

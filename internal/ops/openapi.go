@@ -170,6 +170,12 @@ func operationObject(op Operation, c *components) (map[string]any, error) {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": c.ref(props[name], typeOfProp(name))})
 		delete(props, name)
 	}
+	for _, name := range sp.Headers {
+		// The header that may give the body field of its name
+		// (Spec.Headers); the body keeps the field too.
+		params = append(params, map[string]any{"name": name, "in": "header", "required": false,
+			"description": "the body's " + name + " field, given as a request header instead", "schema": map[string]any{"type": "string"}})
+	}
 	if op.Route().Bodyless() {
 		for _, name := range sortedKeys(props) {
 			p := map[string]any{"name": name, "in": "query", "required": isRequired(name), "schema": c.ref(props[name], typeOfProp(name))}

@@ -186,7 +186,11 @@ type Spec struct {
 	// permission, and the HTTP surface serves it with a handler of its own.
 	// It has no input, output or call.
 	Stream bool
-	Hints  Hints
+	// Headers are input fields that, over HTTP, a request header of the
+	// same name may give instead of the body (create_task's traceparent:
+	// the W3C Trace Context header). A body naming one too must agree.
+	Headers []string
+	Hints   Hints
 }
 
 // Alternate is a second status of success (create_task: 200 on a dedupe hit).

@@ -139,6 +139,7 @@ var outputDocs = map[string]string{
 	"child_ids":           "the ids of its first 100 children, by id (get_task only; list_tasks with parent_id pages them all)",
 	"child_count":         "how many children it has (get_task only; absent when none)",
 	"lease_token":         "the lease's fencing token, shown in this answer only: pass it to every call of the lease",
+	"traceparent":         "the W3C traceparent the task was created under; in a claim's answer the context the executor works the attempt under (the attempt span's when the hub exports traces, else the task's): an exec agent's command gets it as TRACEPARENT",
 
 	// An attempt, its evidence and decisions.
 	"restart":               "the restart the attempt belongs to (the task's restarts then)",

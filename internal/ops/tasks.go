@@ -230,6 +230,7 @@ var newTaskDocs = map[string]string{
 	"run_after":           "a delayed task: no claim takes it before this time (RFC 3339; a past time is now; at most a year and a day ahead); it is OPEN meanwhile, run_after shown",
 	"delay":               "run_after as a duration from now, such as 10m or 24h (not with run_after)",
 	"attempt_timeout":     "the longest an attempt may run from its claim, such as 10m or 2h (1s to 168h): past it the lease reaper ends the attempt as a stop does (lease revoked, abort requested, an exec agent's command killed) and the task is retried, or FAILED at max_attempts, reason \"timed out after 10m\"",
+	"traceparent":         "the W3C traceparent of the caller's span, such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 (over HTTP also the traceparent header): the task is kept in that trace; a hub that exports traces (OTEL_*, docs/tracing.md) makes its create_task and attempt spans children of it, and each claim hands the executor the attempt's context (claim_tasks' traceparent)",
 	"concurrency_keys":    "up to 4 keys such as openai or openai:gpt-5 (letters, digits and _ . : / @ + =, at most 128 bytes): the task is not claimed while one of them is held at its limit's cap (set_limit)",
 	"expires_at":          "a task not completed by this time (RFC 3339; in the future, after run_after, at most a year and a day ahead) is cancelled by the lease reaper, reason \"expired: not completed by TIME\" (a running attempt aborted as a cancel's)",
 }
@@ -253,6 +254,8 @@ var CreateTask = define(cks.OpCreateTask, &Op[cks.NewTask, cks.CreatedTask]{
 		Alternate: &Alternate{Status: http.StatusOK, When: "a live task had the dedupe_key: it is returned, with created false"},
 		// Each call adds a task (one with a dedupe_key only the first time).
 		Hints: Hints{Destructive: new(false), OpenWorld: new(false)},
+		// The W3C Trace Context header is the traceparent field.
+		Headers: []string{"traceparent"},
 	},
 	// The one place of the rule: a child of P needs create on /tasks/P (so
 	// a task-scoped agent credential can create children of its own task).

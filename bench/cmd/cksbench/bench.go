@@ -18,8 +18,10 @@ import (
 	"github.com/cks-dev/cks/bench/internal/proc"
 	"github.com/cks-dev/cks/internal/backend"
 	"github.com/cks-dev/cks/internal/base/corpus"
+	"github.com/cks-dev/cks/internal/config"
 	driverpostgres "github.com/cks-dev/cks/internal/driver/postgres"
 	"github.com/cks-dev/cks/internal/hub"
+	"github.com/cks-dev/cks/internal/runtime/telemetry"
 	"github.com/cks-dev/cks/internal/service/llm"
 )
 
@@ -54,6 +56,7 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 	keys := fs.Int("keys", 0, "give the tasks `N` concurrency keys k:0…k:N-1 in turn (0: none)")
 	maxRunning := fs.Int("max-running", 0, "with --keys, cap each key at `N` running tasks with a limit (0: no limit)")
 	observe := fs.Bool("observe", false, "give the ledger a hub's task metrics (ledger.Observer), told of every claim and attempt end, as a hub's ledger is")
+	traceTo := fs.String("trace", "", "with --observe, also export the ledger's spans (create_task, attempt) to this OTLP/HTTP traces `URL`, as a hub with tracing on does (docs/tracing.md)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the runs (every worker count, enqueue and work) to this `FILE`, for go tool pprof")
 	memProfile := fs.String("memprofile", "", "write the allocations of the runs (sampled, since the start: go tool pprof -sample_index=alloc_space) to this `FILE` when they end")
@@ -94,17 +97,32 @@ func cmdBenchLedger(ctx context.Context, args []string, e env) error {
 			return err
 		}
 		backendName = st.Dialect()
+		stopTracing := func(context.Context) error { return nil }
 		if *observe {
-			st.Tasks.ObserveWith(hub.TaskObserver())
+			obs := hub.TaskObserver()
+			if *traceTo != "" {
+				if obs, stopTracing, err = telemetry.Start(ctx, config.Tracing{Enabled: true, Endpoint: *traceTo, ServiceName: "cksbench"},
+					obs, nil); err != nil {
+					st.Close()
+					cleanup()
+					return err
+				}
+			}
+			st.Tasks.ObserveWith(obs)
 		}
-		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d, observed %v\n", backendName, *tasks, w, *batch, *observe)
+		fmt.Fprintf(e.stderr, "bench ledger: %s, %d tasks, %d workers, batch %d, observed %v, traced %v\n", backendName, *tasks, w, *batch,
+			*observe, *observe && *traceTo != "")
 		r, err := bench.Ledger(ctx, st.Tasks, bench.LedgerConfig{Tasks: *tasks, Workers: w, Batch: *batch,
 			EnqueueBatch: *enqueueBatch, Priorities: *priorities, Concurrent: *concurrent, Keys: *keys, MaxRunning: *maxRunning,
 			Progress: progressLine(e)})
+		serr := stopTracing(ctx) // the spans still queued are exported
 		st.Close()
 		cleanup()
 		if err != nil {
 			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("--trace: %w", serr)
 		}
 		results = append(results, r)
 	}

@@ -193,6 +193,7 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_schedules|", "constraint|cks_schedules|", "index|cks_schedules_", "index|sqlite_autoindex_cks_schedules_",
 		"column|cks_outbox_tasks|concurrency_keys|", "index|idx_outbox_tasks_keys_held|",
 		"column|cks_limits|", "constraint|cks_limits|", "index|cks_limits_", "index|sqlite_autoindex_cks_limits_", "index|idx_limits_pattern|",
+		"column|cks_outbox_tasks|traceparent|",
 		"column|cks_key_starts|", "constraint|cks_key_starts|", "index|cks_key_starts_", "index|idx_key_starts_at|",
 		"column|cks_usage|", "constraint|cks_usage|", "index|cks_usage_", "index|idx_usage_",
 		"column|cks_task_spend|", "constraint|cks_task_spend|", "index|cks_task_spend_", "index|sqlite_autoindex_cks_task_spend_",

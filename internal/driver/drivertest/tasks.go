@@ -49,6 +49,7 @@ func fullTask(parent int64) driver.TaskRow {
 		LeaseRenewedAt: sec(2), LeaseMs: 60000, RunAfter: sec(3), Result: "r", LastError: "e",
 		Question: "q", Answer: "a", ReviewNote: "n", CreatedAt: T0, UpdatedAt: sec(4),
 		StateChangedAt: sec(5), Metadata: []byte(`{"owner": "x"}`), AttemptTimeoutMs: 600000, ExpiresAt: sec(6),
+		Traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 	}
 }
 
@@ -343,7 +344,7 @@ func Tasks(t *testing.T, newDB NewDB) {
 		wantOne.AcceptanceCriteria, wantOne.Payload, wantOne.Metadata = bare.AcceptanceCriteria, bare.Payload, bare.Metadata
 		wantOne.Priority, wantOne.MaxAttempts, wantOne.Revision, wantOne.ParentID = bare.Priority, bare.MaxAttempts, bare.Revision, bare.ParentID
 		wantOne.DedupeKey, wantOne.CreatedBy, wantOne.CreatedAt = bare.DedupeKey, bare.CreatedBy, bare.CreatedAt
-		wantOne.AttemptTimeoutMs, wantOne.ExpiresAt = bare.AttemptTimeoutMs, bare.ExpiresAt
+		wantOne.AttemptTimeoutMs, wantOne.ExpiresAt, wantOne.Traceparent = bare.AttemptTimeoutMs, bare.ExpiresAt, bare.Traceparent
 		sameTask(t, get(t, ex, got[1]), wantOne)
 		if list, err := ex.TaskEventList(ctx, got[1]); err != nil || len(list) != 3 || list[2].Reason != "one" ||
 			!list[2].At.Equal(sec(15)) {
@@ -517,6 +518,29 @@ func Tasks(t *testing.T, newDB NewDB) {
 		skipUnsupported(t, "claim", err)
 		if g := claimedIDs(claimed); !slices.Equal(g, []int64{got[0], got[2]}) {
 			t.Fatalf("claim after resume = %v, want a's tasks %d %d", g, got[0], got[2])
+		}
+	})
+	t.Run("Traceparent", func(t *testing.T) {
+		// A new task's traceparent is stored by the enqueue's insert and
+		// comes back from a read and from its claim.
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		traced := task("a", stOpen)
+		traced.Traceparent = tp
+		got := insert(t, ex, traced, task("a", stOpen))
+		rows, err := ex.TaskGetMany(ctx, driver.TaskGetManyParams{IDs: got})
+		must(t, "get", err)
+		if rows[0].Traceparent != tp || rows[1].Traceparent != "" {
+			t.Fatalf("traceparents read back: %q, %q", rows[0].Traceparent, rows[1].Traceparent)
+		}
+		claimed, err := ex.TaskClaim(ctx, driver.TaskClaimParams{
+			TaskClaimableParams: driver.TaskClaimableParams{State: stOpen, Now: sec(2), Limit: 2},
+			Leases:              leases("w", "h1", "h2"), To: stClaimed, AttemptsAdded: 1})
+		skipUnsupported(t, "claim", err)
+		if len(claimed) != 2 || claimed[0].Traceparent != tp || claimed[1].Traceparent != "" {
+			t.Fatalf("claimed %+v: want the traceparent of the first task only", claimed)
 		}
 	})
 	t.Run("Limits", func(t *testing.T) {

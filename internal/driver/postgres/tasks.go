@@ -85,13 +85,14 @@ func (e *executor) taskInsertManyNew(ctx context.Context, rows []driver.TaskRow,
 		Descriptions: make([]string, n), AcceptanceCriterias: make([]string, n), Payloads: make([]string, n),
 		States: make([]string, n), Priorities: make([]int32, n), MaxAttemptss: make([]int32, n),
 		ParentIds: make([]int64, n), DedupeKeys: make([]string, n), CreatedBys: make([]string, n),
-		Metadatas: make([]string, n), AttemptTimeoutMss: make([]int64, n), ConcurrencyKeyss: make([]string, n)}
+		Metadatas: make([]string, n), AttemptTimeoutMss: make([]int64, n), ConcurrencyKeyss: make([]string, n),
+		Traceparents: make([]string, n)}
 	for i, r := range rows {
 		a.Types[i], a.Titles[i], a.Descriptions[i], a.AcceptanceCriterias[i] = r.Type, r.Title, r.Description, r.AcceptanceCriteria
 		a.Payloads[i], a.States[i], a.Priorities[i] = nullable.JSONText(r.Payload), r.State, int32(r.Priority)
 		a.MaxAttemptss[i], a.ParentIds[i], a.DedupeKeys[i] = int32(r.MaxAttempts), r.ParentID, r.DedupeKey
 		a.CreatedBys[i], a.Metadatas[i] = r.CreatedBy, nullable.JSONText(r.Metadata)
-		a.AttemptTimeoutMss[i], a.ConcurrencyKeyss[i] = r.AttemptTimeoutMs, r.ConcurrencyKeys
+		a.AttemptTimeoutMss[i], a.ConcurrencyKeyss[i], a.Traceparents[i] = r.AttemptTimeoutMs, r.ConcurrencyKeys, r.Traceparent
 	}
 	got := make([]dbsqlc.TaskInsertManyNewRow, 0, n)
 	err := eachTaskInsertManyNew(ctx, e.db, a, func(r *dbsqlc.TaskInsertManyNewRow) { got = append(got, *r) })

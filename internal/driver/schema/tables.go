@@ -223,6 +223,11 @@ func outboxTasks() Table {
 			// strings; '' for none, so that the claims tell a task without
 			// keys by a comparison, not by parsing.
 			{Name: "concurrency_keys", Type: Text, NotNull: true, Default: EmptyText},
+			// The W3C traceparent the task was created under (issue 43
+			// item 6), such as 00-<trace id>-<span id>-01; '' for none. The
+			// hub's spans of the task (its create, its attempts) are of
+			// that trace.
+			{Name: "traceparent", Type: Text, NotNull: true, Default: EmptyText},
 		},
 		// A task's row gets a new version at its claim and at its end:
 		// room on its page for them.

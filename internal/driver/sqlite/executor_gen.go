@@ -324,6 +324,7 @@ func taskRowOf(r dbsqlc.CksOutboxTask) (driver.TaskRow, error) {
 		AttemptTimeoutMs:   r.AttemptTimeoutMs,
 		ExpiresAt:          expiresAt,
 		ConcurrencyKeys:    r.ConcurrencyKeys,
+		Traceparent:        r.Traceparent,
 	}, nil
 }
 
@@ -1327,6 +1328,7 @@ func taskInsertParams(p driver.TaskRow) dbsqlc.TaskInsertParams {
 		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 		ExpiresAt:          fmtNullTime(p.ExpiresAt),
 		ConcurrencyKeys:    p.ConcurrencyKeys,
+		Traceparent:        p.Traceparent,
 	}
 }
 
@@ -1396,6 +1398,7 @@ func taskUpdateParams(p driver.TaskRow) dbsqlc.TaskUpdateParams {
 		AttemptTimeoutMs:   p.AttemptTimeoutMs,
 		ExpiresAt:          fmtNullTime(p.ExpiresAt),
 		ConcurrencyKeys:    p.ConcurrencyKeys,
+		Traceparent:        p.Traceparent,
 		TaskID:             p.ID,
 	}
 }

@@ -40,7 +40,7 @@ func (e *executor) TaskInsertMany(ctx context.Context, rows []driver.TaskRow) ([
 					Payload: nullable.JSONText(r.Payload), State: r.State, Priority: int64(r.Priority),
 					MaxAttempts: int64(r.MaxAttempts), ParentID: nullable.Int(r.ParentID), DedupeKey: r.DedupeKey,
 					CreatedBy: r.CreatedBy, CreatedAt: w.times.nonNull(r.CreatedAt), Metadata: nullable.JSONText(r.Metadata),
-					AttemptTimeoutMs: r.AttemptTimeoutMs, ConcurrencyKeys: r.ConcurrencyKeys})
+					AttemptTimeoutMs: r.AttemptTimeoutMs, ConcurrencyKeys: r.ConcurrencyKeys, Traceparent: r.Traceparent})
 			} else {
 				id, err = e.d.q.TaskInsert(ctx, w, taskInsertParams(r))
 			}

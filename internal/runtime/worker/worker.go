@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/cks-dev/cks"
 	"github.com/cks-dev/cks/internal/base/clock"
 	"github.com/cks-dev/cks/internal/base/lifecycle"
@@ -280,7 +282,8 @@ func (e *Executor) RunWith(ctx context.Context, c cks.ClaimedTask, resolve Resol
 	}
 	res, rerr := func() (Result, error) {
 		defer hb.Stop() // also when resolve panics: nothing of the run is left running
-		return resolve(kctx, &Attempt{e: e, task: t, token: token, over: func(string) { r.abort(errLeaseLost) }})
+		return resolve(traced(kctx, c.Traceparent), &Attempt{e: e, task: t, token: token, traceparent: c.Traceparent,
+			over: func(string) { r.abort(errLeaseLost) }})
 	}()
 
 	// The outcome is written even when ctx has ended: it must not be lost.
@@ -575,11 +578,30 @@ type Attempt struct {
 	token string // the lease's; the resolver's writes go through Attempt
 	// over ends the attempt as an abort does: a report used its budget up.
 	over func(why string)
+	// traceparent is the claim's (cks.ClaimedTask.Traceparent).
+	traceparent string
 }
 
 // Task returns the task as it stood when claimed (a read view: without the
 // lease token, which stays with the Executor).
 func (a *Attempt) Task() cks.Task { return a.task }
+
+// Traceparent is the W3C trace context the claim handed this attempt
+// (cks.ClaimedTask.Traceparent: the attempt's span when the hub exports
+// traces, else the task's traceparent; "" for none). The resolver's
+// context carries it too, as OpenTelemetry's propagation reads it, so
+// spans the resolver starts with an OpenTelemetry tracer nest under the
+// attempt (docs/tracing.md).
+func (a *Attempt) Traceparent() string { return a.traceparent }
+
+// traced is ctx carrying the remote span context of traceparent tp (W3C
+// Trace Context propagation), or ctx itself when tp is empty or bad.
+func traced(ctx context.Context, tp string) context.Context {
+	if tp == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": tp})
+}
 
 // Evidence records evidence for this attempt. Like every write of the
 // attempt it is made again while it fails on the connection, for up to a

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/cks-dev/cks"
@@ -585,6 +586,40 @@ func TestWritesOutlastAConnectionLoss(t *testing.T) {
 		f.calls = map[string]int{}
 		if r, err := ex.Run(ctx(t), lost, nil); err != nil || r.Outcome != worker.Aborted || f.calls["running"] != 1 {
 			t.Errorf("lost lease: %+v, %v, calls %v", r, err, f.calls)
+		}
+	})
+}
+
+// TestResolverContextCarriesTheTrace (both backends): the resolver's
+// context carries the claim's trace context as OpenTelemetry propagation
+// reads it (a remote span context of the task's trace and span), and the
+// Attempt names it; a task without one gets neither.
+func TestResolverContextCarriesTheTrace(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
+		st := open(t)
+		ex := worker.New(st.Tasks, worker.Options{Changes: st.Changes, Heartbeat: noHeartbeat})
+		const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		for _, given := range []string{tp, ""} {
+			var sc trace.SpanContext
+			var named string
+			rep, err := ex.Run(ctx(t), claim(t, st, cks.NewTask{Title: "t", Traceparent: given}, "w"),
+				func(ctx context.Context, a *worker.Attempt) (worker.Result, error) {
+					sc, named = trace.SpanContextFromContext(ctx), a.Traceparent()
+					return worker.Result{}, nil
+				})
+			if err != nil || rep.Outcome != worker.Completed {
+				t.Fatalf("run: %+v, %v", rep, err)
+			}
+			if named != given {
+				t.Errorf("Attempt.Traceparent() = %q, want %q", named, given)
+			}
+			switch {
+			case given == "" && sc.IsValid():
+				t.Errorf("a task without a traceparent: the context carries %v", sc)
+			case given != "" && (sc.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+				sc.SpanID().String() != "00f067aa0ba902b7" || !sc.IsRemote() || !sc.IsSampled()):
+				t.Errorf("the resolver's span context %v: want the claim's, remote and sampled", sc)
+			}
 		}
 	})
 }

@@ -224,7 +224,7 @@ func (s *Service) claimBatch(ctx context.Context, b *groupcommit.Batch[*claim, [
 					}
 				}
 				out[o.call].Val = append(out[o.call].Val, cks.ClaimedTask{Task: toTask(r.TaskRow, r.DependsOn),
-					LeaseToken: batch[o.call].In.tokens[o.token]})
+					LeaseToken: batch[o.call].In.tokens[o.token], Traceparent: s.claimTraceparent(&r.TaskRow)})
 			}
 		}
 		if caps != nil {

@@ -37,8 +37,21 @@ func (r *observedWrites) AttemptsEnded(e []ledger.AttemptEnd) {
 
 func (r *observedWrites) UsageReported(cks.Usage) {}
 
-// take returns what r was told since the last take, and forgets it.
+// take returns what r was told since the last take, but for the
+// attempts' identities and reasons (which full returns), and forgets it.
 func (r *observedWrites) take() ([]ledger.Claim, []ledger.AttemptEnd) {
+	c, e := r.full()
+	for i := range c {
+		c[i].Attempt = ledger.Attempt{}
+	}
+	for i := range e {
+		e[i].Attempt, e[i].Reason = ledger.Attempt{}, ""
+	}
+	return c, e
+}
+
+// full returns what r was told since the last take, and forgets it.
+func (r *observedWrites) full() ([]ledger.Claim, []ledger.AttemptEnd) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, e := r.claims, r.ends
@@ -47,9 +60,10 @@ func (r *observedWrites) take() ([]ledger.Claim, []ledger.AttemptEnd) {
 }
 
 // TestObserver (both backends): the service's Observer is told, after the
-// commit, of each task a claim leased (its type, its wait since its
-// enqueue, whether it is its first claim) and of each attempt a write
-// ended, with its outcome and its length by the service's clock: a
+// commit, of each task a claim leased (the attempt, its type, its wait
+// since its enqueue, whether it is its first claim) and of each attempt a
+// write ended (the same attempt, with its outcome, its reason and its
+// length by the service's clock): a
 // completion, a retryable failure (retried), a last failure (failed), a
 // give-back, a cancel, a lease that ran out (reclaimed), a stop — and of
 // nothing else (an enqueue, a start of the attempt, a failed write).
@@ -93,12 +107,21 @@ func TestObserver(t *testing.T) {
 		want("an enqueue", nil, nil)
 		c.Advance(3 * time.Second)
 		ta := claim("a")
-		want("a first claim", []ledger.Claim{{Type: "a", Wait: 3 * time.Second, First: true}}, nil)
+		// The attempt's identity, which a Tracer names its span by: the
+		// same at the claim and at the end (with the end's reason).
+		attempt := ledger.Attempt{ID: a, Attempt: 1, Agent: "w", ClaimedAt: backendtest.T0.Add(3 * time.Second), CreatedAt: backendtest.T0}
+		claims, _ := obs.full()
+		if len(claims) != 1 || !sameAttempt(claims[0].Attempt, attempt) || claims[0].Type != "a" || claims[0].Wait != 3*time.Second || !claims[0].First {
+			t.Fatalf("a first claim: told %+v, want %+v of type a, waited 3s, first", claims, attempt)
+		}
 		c.Advance(5 * time.Second)
 		if _, err := s.Tasks.Fail(ctx, a, ta.LeaseToken, true, "flaky"); err != nil {
 			t.Fatal(err)
 		}
-		want("a retryable failure", nil, []ledger.AttemptEnd{{Type: "a", Outcome: ledger.OutcomeRetried, Took: 5 * time.Second}})
+		if _, ends := obs.full(); len(ends) != 1 || !sameAttempt(ends[0].Attempt, attempt) || ends[0].Reason != "retry: flaky" ||
+			ends[0].Outcome != ledger.OutcomeRetried || ends[0].Took != 5*time.Second {
+			t.Fatalf("a retryable failure: told %+v, want %+v retried after 5s, reason \"retry: flaky\" (the event's)", ends, attempt)
+		}
 		c.Advance(2 * time.Second)
 		ta = claim("a")
 		want("a second claim", []ledger.Claim{{Type: "a", Wait: 10 * time.Second}}, nil)
@@ -157,6 +180,13 @@ func TestObserver(t *testing.T) {
 		}
 		want("a stop", nil, []ledger.AttemptEnd{{Type: "e", Outcome: ledger.OutcomeStopped}})
 	})
+}
+
+// sameAttempt reports whether a and b are one attempt (times compared as
+// instants).
+func sameAttempt(a, b ledger.Attempt) bool {
+	return a.ID == b.ID && a.Attempt == b.Attempt && a.Restarts == b.Restarts && a.Agent == b.Agent &&
+		a.ClaimedAt.Equal(b.ClaimedAt) && a.CreatedAt.Equal(b.CreatedAt) && a.Traceparent == b.Traceparent && a.Keys == b.Keys
 }
 
 // countingDriver counts the reads and writes made through it: each

@@ -64,6 +64,8 @@ type Service struct {
 	// observer is told of the claims and attempt ends of the committed
 	// writes; nil: no one is (ObserveWith).
 	observer Observer
+	// tracer is observer when it is a Tracer, else nil (ObserveWith).
+	tracer Tracer
 	// stats keeps TaskStats' answers for StatsTTL per minute of their
 	// step, one read per window.
 	stats readCache[StatsWindow, cks.TaskStats]
@@ -141,7 +143,7 @@ func (s *Service) writeWith(ctx context.Context, opts driver.TxOptions, fn func(
 	moved := false
 	var last *notifyOnce // the executor of the attempt that commits
 	err := s.db.WithTx(ctx, opts, func(ctx context.Context, ex driver.Executor) error {
-		once := &notifyOnce{Executor: ex, observe: s.observer != nil}
+		once := &notifyOnce{Executor: ex, observe: s.observer != nil, trace: s.tracer != nil}
 		moved, last = false, once // of the attempt that commits
 		// Leases and claims are stamped by the service's clock, which a
 		// backend opened on Postgres corrects to the database's: a reaper
@@ -183,6 +185,10 @@ type notifyOnce struct {
 	// keeps what it claimed (TaskClaim) and the attempts it ended
 	// (transition), told once it committed.
 	observe bool
+	// trace is set when the Observer is a Tracer: the write then keeps
+	// the tasks it created too (noteCreated).
+	trace   bool
+	created []Created
 	claimed []Claim
 	ended   []AttemptEnd
 }
@@ -334,6 +340,7 @@ func toTask(r driver.TaskRow, deps []int64) cks.Task {
 	}
 	t.ExpiresAt = r.ExpiresAt
 	t.ConcurrencyKeys, _ = decodeKeys(r.ConcurrencyKeys) // as the ledger wrote them
+	t.Traceparent = r.Traceparent
 	if r.AttemptTimeoutMs > 0 {
 		d := attemptTimeout(r)
 		t.AttemptTimeout = cks.Duration(cks.FormatDuration(d))

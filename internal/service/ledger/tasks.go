@@ -297,6 +297,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		}
 		rows[k].AttemptTimeoutMs = timeout.Milliseconds()
 		rows[k].ConcurrencyKeys = encodeKeys(n.ConcurrencyKeys)
+		rows[k].Traceparent = n.Traceparent
 		if budgets[k], err = parseBudget(n.MaxTokens, n.MaxCost, func(f string) string { return name(i, f) }); err != nil {
 			return nil, err
 		}
@@ -309,6 +310,7 @@ func (s *Service) enqueueManyTx(ctx context.Context, ex driver.Executor, now tim
 		if err != nil {
 			return nil, fmt.Errorf("enqueue: %w", err)
 		}
+		noteCreated(ex, inserted)
 		var edges []driver.TaskDep
 		var events []driver.TaskEventRow
 		for k, r := range inserted { // as stored: the database's form of the JSON columns
@@ -1217,7 +1219,7 @@ func (s *Service) ClaimReview(ctx context.Context, id int64, reviewer string, d 
 	if err != nil {
 		return cks.ClaimedTask{}, err
 	}
-	return cks.ClaimedTask{Task: t, LeaseToken: token}, nil
+	return cks.ClaimedTask{Task: t, LeaseToken: token, Traceparent: t.Traceparent}, nil
 }
 
 // Approve ends a review: REVIEWING → COMPLETED (releasing dependants like

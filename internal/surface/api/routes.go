@@ -74,7 +74,7 @@ func (a *API) serveOp(op ops.Operation) http.Handler {
 			return
 		}
 		waited := false
-		out, err := ops.Call(r.Context(), a.svc, op, ops.Request{Args: body, PathValue: r.PathValue, Query: q,
+		out, err := ops.Call(r.Context(), a.svc, op, ops.Request{Args: body, PathValue: r.PathValue, Query: q, Header: r.Header.Get,
 			Ready: func(in any) {
 				if op.Wait(in) > 0 {
 					waited = true

@@ -1454,6 +1454,8 @@ export interface components {
             task_id: number;
             /** @description its title */
             title: string;
+            /** @description the W3C traceparent the task was created under; in a claim's answer the context the executor works the attempt under (the attempt span's when the hub exports traces, else the task's): an exec agent's command gets it as TRACEPARENT */
+            traceparent?: string;
             /** @description the task's type (what kind of work; workers claim by type) */
             type: string;
             /** @description when it last changed */
@@ -1759,6 +1761,8 @@ export interface components {
             run_after?: string;
             /** @description a short human title */
             title?: string;
+            /** @description the W3C traceparent of the caller's span, such as 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 (over HTTP also the traceparent header): the task is kept in that trace; a hub that exports traces (OTEL_*, docs/tracing.md) makes its create_task and attempt spans children of it, and each claim hands the executor the attempt's context (claim_tasks' traceparent) */
+            traceparent?: string;
             /** @description the task type; agents claim tasks by type */
             type: string;
         };
@@ -2244,6 +2248,8 @@ export interface components {
             task_id: number;
             /** @description its title */
             title: string;
+            /** @description the W3C traceparent the task was created under; in a claim's answer the context the executor works the attempt under (the attempt span's when the hub exports traces, else the task's): an exec agent's command gets it as TRACEPARENT */
+            traceparent?: string;
             /** @description the task's type (what kind of work; workers claim by type) */
             type: string;
             /** @description when it last changed */
@@ -3855,7 +3861,10 @@ export interface operations {
     create_task: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description the body's traceparent field, given as a request header instead */
+                traceparent?: string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -174,6 +174,7 @@ type CksOutboxTask struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // CksPausedType is a row of cks_paused_types.
@@ -2139,7 +2140,7 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
     u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
@@ -2147,7 +2148,8 @@ SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, 
     NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
     NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
     u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), u.concurrency_keys
+    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), u.concurrency_keys,
+    u.traceparent
 FROM (SELECT
     unnest($1::text[]) AS type,
     unnest($2::text[]) AS title,
@@ -2181,8 +2183,9 @@ FROM (SELECT
     unnest($30::text[]) AS metadata,
     unnest($31::bigint[]) AS attempt_timeout_ms,
     unnest($32::timestamptz[]) AS expires_at,
-    unnest($33::text[]) AS concurrency_keys) AS u
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys
+    unnest($33::text[]) AS concurrency_keys,
+    unnest($34::text[]) AS traceparent) AS u
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent
 `
 
 type TaskInsertManyParams struct {
@@ -2219,10 +2222,11 @@ type TaskInsertManyParams struct {
 	AttemptTimeoutMss   []int64
 	ExpiresAts          []time.Time
 	ConcurrencyKeyss    []string
+	Traceparents        []string
 }
 
 func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertManyParams) ([]CksOutboxTask, error) {
-	rows, err := db.Query(ctx, TaskInsertMany, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.CreatedAts, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts, arg.ConcurrencyKeyss)
+	rows, err := db.Query(ctx, TaskInsertMany, arg.Types, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.CreatedBys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.CreatedAts, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts, arg.ConcurrencyKeyss, arg.Traceparents)
 	if err != nil {
 		return nil, err
 	}
@@ -2230,7 +2234,7 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2244,17 +2248,18 @@ func (q *Queries) TaskInsertMany(ctx context.Context, db DBTX, arg TaskInsertMan
 const TaskInsertManyNew = `-- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
-    $1, $1, $1, u.metadata::jsonb, u.attempt_timeout_ms, u.concurrency_keys
+    $1, $1, $1, u.metadata::jsonb, u.attempt_timeout_ms, u.concurrency_keys, u.traceparent
 FROM ROWS FROM (unnest($2::text[]), unnest($3::text[]), unnest($4::text[]),
     unnest($5::text[]), unnest($6::text[]), unnest($7::text[]),
     unnest($8::int[]), unnest($9::int[]), unnest($10::bigint[]),
     unnest($11::text[]), unnest($12::text[]), unnest($13::text[]),
-    unnest($14::bigint[]), unnest($15::text[]))
+    unnest($14::bigint[]), unnest($15::text[]),
+    unnest($16::text[]))
     AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
-        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms, concurrency_keys)
+        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 RETURNING task_id, payload, metadata
 `
 
@@ -2274,6 +2279,7 @@ type TaskInsertManyNewParams struct {
 	Metadatas           []string
 	AttemptTimeoutMss   []int64
 	ConcurrencyKeyss    []string
+	Traceparents        []string
 }
 
 type TaskInsertManyNewRow struct {
@@ -2287,14 +2293,14 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 VALUES ($1, $2, $3, $4, $5::jsonb, $6,
     $7, $8, $9, $10, $11, $12, $13, $14,
     $15, $16, $17, $18,
     $19, $20, $21, $22, $23, $24,
     $25, $26, $27, $28, $29, $30::jsonb,
-    $31, $32, $33)
-RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys
+    $31, $32, $33, $34)
+RETURNING task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent
 `
 
 type TaskInsertParams struct {
@@ -2331,30 +2337,31 @@ type TaskInsertParams struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // One row: plain parameters, cheaper for Postgres than one-element arrays.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (CksOutboxTask, error) {
-	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys)
+	row := db.QueryRow(ctx, TaskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.Traceparent)
 	var i CksOutboxTask
-	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys)
+	err := row.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent)
 	return i, err
 }
 
 const TaskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = $1 
 `
 
 const TaskGetForUpdate = `-- name: TaskGetForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE
 `
 
 const TaskGetForUpdateSkip = `-- name: TaskGetForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = $1 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetForShare = `-- name: TaskGetForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = $1 FOR SHARE
 `
 
 const TaskChildren = `-- name: TaskChildren :many
@@ -2403,22 +2410,22 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent int64) (in
 }
 
 const TaskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 
 `
 
 const TaskGetManyForUpdate = `-- name: TaskGetManyForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE
 `
 
 const TaskGetManyForUpdateSkip = `-- name: TaskGetManyForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR UPDATE SKIP LOCKED
 `
 
 const TaskGetManyForShare = `-- name: TaskGetManyForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = ANY($1::bigint[]) ORDER BY task_id
 FOR SHARE
 `
 
@@ -2436,7 +2443,8 @@ UPDATE cks_outbox_tasks t SET
     review_note = u.review_note, updated_at = u.updated_at,
     state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
     metadata = u.metadata::jsonb, attempt_timeout_ms = u.attempt_timeout_ms,
-    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), concurrency_keys = u.concurrency_keys
+    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), concurrency_keys = u.concurrency_keys,
+    traceparent = u.traceparent
 FROM (SELECT
     unnest($1::bigint[]) AS task_id,
     unnest($2::text[]) AS title,
@@ -2468,7 +2476,8 @@ FROM (SELECT
     unnest($28::text[]) AS metadata,
     unnest($29::bigint[]) AS attempt_timeout_ms,
     unnest($30::timestamptz[]) AS expires_at,
-    unnest($31::text[]) AS concurrency_keys) AS u
+    unnest($31::text[]) AS concurrency_keys,
+    unnest($32::text[]) AS traceparent) AS u
 WHERE t.task_id = u.task_id
 `
 
@@ -2504,11 +2513,12 @@ type TaskUpdateManyParams struct {
 	AttemptTimeoutMss   []int64
 	ExpiresAts          []time.Time
 	ConcurrencyKeyss    []string
+	Traceparents        []string
 }
 
 // Every column but task_id, type, created_at and created_by, by primary key.
 func (q *Queries) TaskUpdateMany(ctx context.Context, db DBTX, arg TaskUpdateManyParams) (int64, error) {
-	result, err := db.Exec(ctx, TaskUpdateMany, arg.TaskIds, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts, arg.ConcurrencyKeyss)
+	result, err := db.Exec(ctx, TaskUpdateMany, arg.TaskIds, arg.Titles, arg.Descriptions, arg.AcceptanceCriterias, arg.Payloads, arg.States, arg.Priorities, arg.Attemptss, arg.MaxAttemptss, arg.Restartss, arg.Revisions, arg.ParentIds, arg.DedupeKeys, arg.ClaimedBys, arg.ClaimedAts, arg.LeaseTokenHashes, arg.LeaseExpiresAts, arg.LeaseRenewedAts, arg.LeaseMss, arg.RunAfters, arg.Results, arg.LastErrors, arg.Questions, arg.Answers, arg.ReviewNotes, arg.UpdatedAts, arg.StateChangedAts, arg.Metadatas, arg.AttemptTimeoutMss, arg.ExpiresAts, arg.ConcurrencyKeyss, arg.Traceparents)
 	if err != nil {
 		return 0, err
 	}
@@ -2724,7 +2734,7 @@ func (q *Queries) TaskMove(ctx context.Context, db DBTX, arg TaskMoveParams) (in
 }
 
 const TaskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     
     AND (run_after IS NULL OR run_after <= $3)
@@ -2744,7 +2754,7 @@ type TaskClaimableParams struct {
 }
 
 const TaskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = $3
     AND (run_after IS NULL OR run_after <= $4)
@@ -2766,7 +2776,7 @@ type TaskClaimableOfTypeParams struct {
 }
 
 const TaskClaimableOfTypes = `-- name: TaskClaimableOfTypes :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = $1 AND state = 'OPEN' AND state <> ALL($2::text[])
     AND type = ANY($3::text[])
     AND (run_after IS NULL OR run_after <= $4)
@@ -2814,9 +2824,9 @@ WITH locked AS (
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys, t.traceparent
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, c.traceparent, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2874,6 +2884,7 @@ type TaskClaimRow struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
 	ConcurrencyKeys    string
+	Traceparent        string
 	DependsOn          []int64
 }
 
@@ -2906,9 +2917,9 @@ WITH locked AS (
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys, t.traceparent
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, c.traceparent, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -2967,6 +2978,7 @@ type TaskClaimOfTypeRow struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
 	ConcurrencyKeys    string
+	Traceparent        string
 	DependsOn          []int64
 }
 
@@ -2998,9 +3010,9 @@ WITH locked AS (
         updated_at = $3::timestamptz, state_changed_at = $3::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys, t.traceparent
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, c.traceparent, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -3059,6 +3071,7 @@ type TaskClaimOfTypesRow struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
 	ConcurrencyKeys    string
+	Traceparent        string
 	DependsOn          []int64
 }
 
@@ -3089,9 +3102,9 @@ WITH locked AS (
         updated_at = $12::timestamptz, state_changed_at = $12::timestamptz
     FROM picked p
     WHERE t.task_id = p.task_id
-    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys
+    RETURNING t.task_id, t.type, t.title, t.description, t.acceptance_criteria, t.payload, t.state, t.priority, t.attempts, t.max_attempts, t.restarts, t.revision, t.parent_id, t.dedupe_key, t.created_by, t.claimed_by, t.claimed_at, t.lease_token_hash, t.lease_expires_at, t.lease_renewed_at, t.lease_ms, t.agent_token_hash, t.run_after, t.result, t.last_error, t.question, t.answer, t.review_note, t.created_at, t.updated_at, t.state_changed_at, t.metadata, t.attempt_timeout_ms, t.expires_at, t.concurrency_keys, t.traceparent
 )
-SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
+SELECT c.task_id, c.type, c.title, c.description, c.acceptance_criteria, c.payload, c.state, c.priority, c.attempts, c.max_attempts, c.restarts, c.revision, c.parent_id, c.dedupe_key, c.created_by, c.claimed_by, c.claimed_at, c.lease_token_hash, c.lease_expires_at, c.lease_renewed_at, c.lease_ms, c.agent_token_hash, c.run_after, c.result, c.last_error, c.question, c.answer, c.review_note, c.created_at, c.updated_at, c.state_changed_at, c.metadata, c.attempt_timeout_ms, c.expires_at, c.concurrency_keys, c.traceparent, ARRAY(SELECT d.depends_on FROM cks_task_deps d WHERE d.task_id = c.task_id
         ORDER BY d.depends_on)::bigint[] AS depends_on
 FROM claimed c
 ORDER BY c.priority DESC, c.created_at, c.task_id
@@ -3149,11 +3162,12 @@ type TaskClaimByIDsRow struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          pgtype.Timestamptz
 	ConcurrencyKeys    string
+	Traceparent        string
 	DependsOn          []int64
 }
 
 const TaskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = ANY($1::text[]) AND state <> ALL($2::text[])
     AND lease_expires_at <= $3
     AND (lease_renewed_at IS NULL OR lease_renewed_at <= $4)
@@ -3171,7 +3185,7 @@ type TaskLeaseExpiredParams struct {
 }
 
 const TaskAttemptsTimed = `-- name: TaskAttemptsTimed :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
     AND state = ANY($1::text[]) AND claimed_at <= $2
     AND task_id > $3
@@ -3187,14 +3201,14 @@ type TaskAttemptsTimedParams struct {
 }
 
 const TaskExpiring = `-- name: TaskExpiring :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
 ORDER BY expires_at, task_id
 LIMIT $1
 `
 
 const TaskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -3224,7 +3238,7 @@ type TaskListParams struct {
 }
 
 const TaskListForUpdate = `-- name: TaskListForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > $1
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
     AND (cardinality($3::text[]) = 0 OR type = ANY($3::text[]))
@@ -3254,7 +3268,7 @@ type TaskListForUpdateParams struct {
 }
 
 const TaskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR cks_outbox_tasks.task_id < $1::bigint)
     
 AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[]))
@@ -3285,7 +3299,7 @@ type TaskListIDDescParams struct {
 }
 
 const TaskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN $1::bigint = 0 THEN '-infinity'::timestamptz
         ELSE $2::timestamptz END, $1::bigint)
     
@@ -3318,7 +3332,7 @@ type TaskListUpdatedParams struct {
 }
 
 const TaskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN $1::bigint = 0 THEN 'infinity'::timestamptz
         ELSE $2::timestamptz END,
         CASE WHEN $1::bigint = 0 THEN 9223372036854775807 ELSE $1::bigint END)
@@ -3353,7 +3367,7 @@ type TaskListUpdatedDescParams struct {
 }
 
 const TaskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE ($1::bigint = 0 OR priority < $2::integer
         OR (priority = $2::integer AND cks_outbox_tasks.task_id > $1::bigint))
     
@@ -3635,7 +3649,7 @@ ORDER BY task_id, depends_on
 `
 
 const TaskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3648,7 +3662,7 @@ type TaskDependantsParams struct {
 }
 
 const TaskDependantsForUpdate = `-- name: TaskDependantsForUpdate :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3661,7 +3675,7 @@ type TaskDependantsForUpdateParams struct {
 }
 
 const TaskDependantsForUpdateSkip = `-- name: TaskDependantsForUpdateSkip :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id
@@ -3674,7 +3688,7 @@ type TaskDependantsForUpdateSkipParams struct {
 }
 
 const TaskDependantsForShare = `-- name: TaskDependantsForShare :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id = ANY(ARRAY(SELECT d.task_id FROM cks_task_deps d WHERE d.depends_on = ANY($1::bigint[])))
     AND (state || '') = $2::text
 ORDER BY task_id

@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     metadata JSONB NOT NULL DEFAULT '{}',
     attempt_timeout_ms BIGINT NOT NULL DEFAULT 0,
     expires_at TIMESTAMPTZ,
-    concurrency_keys TEXT NOT NULL DEFAULT ''
+    concurrency_keys TEXT NOT NULL DEFAULT '',
+    traceparent TEXT NOT NULL DEFAULT ''
 ) WITH (fillfactor=70);
 
 CREATE TABLE IF NOT EXISTS cks_task_deps (

@@ -11,7 +11,7 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.attempts, u.max_attempts, u.restarts, u.revision, NULLIF(u.parent_id, 0),
     u.dedupe_key, u.created_by, u.claimed_by, NULLIF(u.claimed_at, '0001-01-01 00:00:00Z'),
@@ -19,7 +19,8 @@ SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, 
     NULLIF(u.lease_renewed_at, '0001-01-01 00:00:00Z'), u.lease_ms,
     NULLIF(u.run_after, '0001-01-01 00:00:00Z'), u.result, u.last_error, u.question, u.answer,
     u.review_note, u.created_at, u.updated_at, NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
-    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), u.concurrency_keys
+    u.metadata::jsonb, u.attempt_timeout_ms, NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), u.concurrency_keys,
+    u.traceparent
 FROM (SELECT
     unnest(@types::text[]) AS type,
     unnest(@titles::text[]) AS title,
@@ -53,7 +54,8 @@ FROM (SELECT
     unnest(@metadatas::text[]) AS metadata,
     unnest(@attempt_timeout_mss::bigint[]) AS attempt_timeout_ms,
     unnest(@expires_ats::timestamptz[]) AS expires_at,
-    unnest(@concurrency_keyss::text[]) AS concurrency_keys) AS u
+    unnest(@concurrency_keyss::text[]) AS concurrency_keys,
+    unnest(@traceparents::text[]) AS traceparent) AS u
 RETURNING *;
 
 -- New tasks, as the ledger's enqueue makes them: the columns a task is
@@ -64,17 +66,18 @@ RETURNING *;
 -- name: TaskInsertManyNew :many
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 SELECT u.type, u.title, u.description, u.acceptance_criteria, u.payload::jsonb, u.state,
     u.priority, u.max_attempts, NULLIF(u.parent_id, 0), u.dedupe_key, u.created_by,
-    @created_at, @created_at, @created_at, u.metadata::jsonb, u.attempt_timeout_ms, u.concurrency_keys
+    @created_at, @created_at, @created_at, u.metadata::jsonb, u.attempt_timeout_ms, u.concurrency_keys, u.traceparent
 FROM ROWS FROM (unnest(@types::text[]), unnest(@titles::text[]), unnest(@descriptions::text[]),
     unnest(@acceptance_criterias::text[]), unnest(@payloads::text[]), unnest(@states::text[]),
     unnest(@priorities::int[]), unnest(@max_attemptss::int[]), unnest(@parent_ids::bigint[]),
     unnest(@dedupe_keys::text[]), unnest(@created_bys::text[]), unnest(@metadatas::text[]),
-    unnest(@attempt_timeout_mss::bigint[]), unnest(@concurrency_keyss::text[]))
+    unnest(@attempt_timeout_mss::bigint[]), unnest(@concurrency_keyss::text[]),
+    unnest(@traceparents::text[]))
     AS u(type, title, description, acceptance_criteria, payload, state, priority, max_attempts,
-        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms, concurrency_keys)
+        parent_id, dedupe_key, created_by, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 RETURNING task_id, payload, metadata;
 
 -- One row: plain parameters, cheaper for Postgres than one-element arrays.
@@ -83,13 +86,13 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload::jsonb, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, sqlc.narg(parent_id), @dedupe_key, @created_by,
     @claimed_by, sqlc.narg(claimed_at), @lease_token_hash, sqlc.narg(lease_expires_at),
     sqlc.narg(lease_renewed_at), @lease_ms, sqlc.narg(run_after), @result, @last_error, @question,
     @answer, @review_note, @created_at, @updated_at, sqlc.narg(state_changed_at), @metadata::jsonb,
-    @attempt_timeout_ms, sqlc.narg(expires_at), @concurrency_keys)
+    @attempt_timeout_ms, sqlc.narg(expires_at), @concurrency_keys, @traceparent)
 RETURNING *;
 
 -- One id: a plain parameter. With an array Postgres plans every execution
@@ -132,7 +135,8 @@ UPDATE cks_outbox_tasks t SET
     review_note = u.review_note, updated_at = u.updated_at,
     state_changed_at = NULLIF(u.state_changed_at, '0001-01-01 00:00:00Z'),
     metadata = u.metadata::jsonb, attempt_timeout_ms = u.attempt_timeout_ms,
-    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), concurrency_keys = u.concurrency_keys
+    expires_at = NULLIF(u.expires_at, '0001-01-01 00:00:00Z'), concurrency_keys = u.concurrency_keys,
+    traceparent = u.traceparent
 FROM (SELECT
     unnest(@task_ids::bigint[]) AS task_id,
     unnest(@titles::text[]) AS title,
@@ -164,7 +168,8 @@ FROM (SELECT
     unnest(@metadatas::text[]) AS metadata,
     unnest(@attempt_timeout_mss::bigint[]) AS attempt_timeout_ms,
     unnest(@expires_ats::timestamptz[]) AS expires_at,
-    unnest(@concurrency_keyss::text[]) AS concurrency_keys) AS u
+    unnest(@concurrency_keyss::text[]) AS concurrency_keys,
+    unnest(@traceparents::text[]) AS traceparent) AS u
 WHERE t.task_id = u.task_id;
 
 -- One row, by primary key (as TaskInsert, plain parameters).

@@ -172,6 +172,7 @@ type CksOutboxTask struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          *string
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // CksPausedType is a row of cks_paused_types.
@@ -2725,12 +2726,12 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
     ?15, ?16, ?17, ?18, ?19, ?20, ?21,
     ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-    ?30, ?31, ?32, ?33)
+    ?30, ?31, ?32, ?33, ?34)
 `
 
 type TaskInsertParams struct {
@@ -2767,6 +2768,7 @@ type TaskInsertParams struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          *string
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // The inserts return no row, only the id (the glue reads it as the last
@@ -2774,7 +2776,7 @@ type TaskInsertParams struct {
 // so the row as stored is the row sent, and reading its 30 columns back
 // (RETURNING *) was most of an insert's cost.
 func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys)
+	result, err := db.ExecContext(ctx, taskInsert, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.CreatedAt, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.Traceparent)
 	if err != nil {
 		return 0, err
 	}
@@ -2784,10 +2786,10 @@ func (q *Queries) TaskInsert(ctx context.Context, db DBTX, arg TaskInsertParams)
 const taskInsertNew = `-- name: TaskInsertNew :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11, ?12, ?12,
-    ?12, ?13, ?14, ?15)
+    ?12, ?13, ?14, ?15, ?16)
 `
 
 type TaskInsertNewParams struct {
@@ -2806,6 +2808,7 @@ type TaskInsertNewParams struct {
 	Metadata           string
 	AttemptTimeoutMs   int64
 	ConcurrencyKeys    string
+	Traceparent        string
 }
 
 // A new task, as the ledger's enqueue makes it: the columns a task is
@@ -2813,7 +2816,7 @@ type TaskInsertNewParams struct {
 // other one its default (no attempt, lease, outcome or schedule, the first
 // revision). Half of TaskInsert's parameters.
 func (q *Queries) TaskInsertNew(ctx context.Context, db DBTX, arg TaskInsertNewParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskInsertNew, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.MaxAttempts, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.CreatedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ConcurrencyKeys)
+	result, err := db.ExecContext(ctx, taskInsertNew, arg.Type, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.MaxAttempts, arg.ParentID, arg.DedupeKey, arg.CreatedBy, arg.CreatedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ConcurrencyKeys, arg.Traceparent)
 	if err != nil {
 		return 0, err
 	}
@@ -2869,7 +2872,7 @@ func (q *Queries) TaskChildCount(ctx context.Context, db DBTX, parent *int64) (i
 }
 
 const taskGetMany = `-- name: TaskGetMany :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY task_id
 `
@@ -2884,7 +2887,7 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids string) ([]CksOu
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2899,7 +2902,7 @@ func (q *Queries) TaskGetMany(ctx context.Context, db DBTX, ids string) ([]CksOu
 }
 
 const taskGet = `-- name: TaskGet :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks WHERE task_id = ?1
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks WHERE task_id = ?1
 `
 
 // One id: a plain key lookup is cheaper than the JSON list.
@@ -2912,7 +2915,7 @@ func (q *Queries) TaskGet(ctx context.Context, db DBTX, taskID int64) ([]CksOutb
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -2937,8 +2940,8 @@ UPDATE cks_outbox_tasks SET
     result = ?20, last_error = ?21, question = ?22, answer = ?23,
     review_note = ?24, updated_at = ?25, state_changed_at = ?26,
     metadata = ?27, attempt_timeout_ms = ?28, expires_at = ?29,
-    concurrency_keys = ?30
-WHERE task_id = ?31
+    concurrency_keys = ?30, traceparent = ?31
+WHERE task_id = ?32
 `
 
 type TaskUpdateParams struct {
@@ -2972,12 +2975,13 @@ type TaskUpdateParams struct {
 	AttemptTimeoutMs   int64
 	ExpiresAt          *string
 	ConcurrencyKeys    string
+	Traceparent        string
 	TaskID             int64
 }
 
 // Every column but task_id, type, created_at and created_by.
 func (q *Queries) TaskUpdate(ctx context.Context, db DBTX, arg TaskUpdateParams) (int64, error) {
-	result, err := db.ExecContext(ctx, taskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.TaskID)
+	result, err := db.ExecContext(ctx, taskUpdate, arg.Title, arg.Description, arg.AcceptanceCriteria, arg.Payload, arg.State, arg.Priority, arg.Attempts, arg.MaxAttempts, arg.Restarts, arg.Revision, arg.ParentID, arg.DedupeKey, arg.ClaimedBy, arg.ClaimedAt, arg.LeaseTokenHash, arg.LeaseExpiresAt, arg.LeaseRenewedAt, arg.LeaseMs, arg.RunAfter, arg.Result, arg.LastError, arg.Question, arg.Answer, arg.ReviewNote, arg.UpdatedAt, arg.StateChangedAt, arg.Metadata, arg.AttemptTimeoutMs, arg.ExpiresAt, arg.ConcurrencyKeys, arg.Traceparent, arg.TaskID)
 	if err != nil {
 		return 0, err
 	}
@@ -3063,7 +3067,7 @@ func (q *Queries) TaskClaimMove(ctx context.Context, db DBTX, arg TaskClaimMoveP
 }
 
 const taskClaimable = `-- name: TaskClaimable :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND (CAST(?3 AS BOOLEAN) OR type IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
     AND (run_after IS NULL OR run_after <= ?5)
@@ -3095,7 +3099,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3110,7 +3114,7 @@ func (q *Queries) TaskClaimable(ctx context.Context, db DBTX, arg TaskClaimableP
 }
 
 const taskClaimableOfType = `-- name: TaskClaimableOfType :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state = 'OPEN' AND state = CAST(?1 AS TEXT) AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND type = ?3
     AND (run_after IS NULL OR run_after <= ?4)
@@ -3141,7 +3145,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3156,7 +3160,7 @@ func (q *Queries) TaskClaimableOfType(ctx context.Context, db DBTX, arg TaskClai
 }
 
 const taskLeaseExpired = `-- name: TaskLeaseExpired :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_lease_expires
 WHERE state IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
     AND state NOT IN (SELECT value FROM json_each(CAST(?2 AS TEXT)))
     AND lease_expires_at <= ?3
@@ -3186,7 +3190,7 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3201,7 +3205,7 @@ func (q *Queries) TaskLeaseExpired(ctx context.Context, db DBTX, arg TaskLeaseEx
 }
 
 const taskAttemptsTimed = `-- name: TaskAttemptsTimed :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_timed
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_timed
 WHERE attempt_timeout_ms > 0 AND lease_expires_at IS NOT NULL
     AND state IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
     AND claimed_at <= ?2
@@ -3230,7 +3234,7 @@ func (q *Queries) TaskAttemptsTimed(ctx context.Context, db DBTX, arg TaskAttemp
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3245,7 +3249,7 @@ func (q *Queries) TaskAttemptsTimed(ctx context.Context, db DBTX, arg TaskAttemp
 }
 
 const taskExpiring = `-- name: TaskExpiring :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_expiring
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks INDEXED BY idx_outbox_tasks_expiring
 WHERE expires_at IS NOT NULL AND state NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')
 ORDER BY expires_at, task_id
 LIMIT ?1
@@ -3264,7 +3268,7 @@ func (q *Queries) TaskExpiring(ctx context.Context, db DBTX, limit int64) ([]Cks
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3279,7 +3283,7 @@ func (q *Queries) TaskExpiring(ctx context.Context, db DBTX, limit int64) ([]Cks
 }
 
 const taskList = `-- name: TaskList :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE cks_outbox_tasks.task_id > ?1
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
         OR state IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
@@ -3324,7 +3328,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3339,7 +3343,7 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 }
 
 const taskListIDDesc = `-- name: TaskListIDDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?1 AS INTEGER))
     
     AND (json_array_length(CAST(?2 AS TEXT)) = 0
@@ -3385,7 +3389,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3400,7 +3404,7 @@ func (q *Queries) TaskListIDDesc(ctx context.Context, db DBTX, arg TaskListIDDes
 }
 
 const taskListUpdated = `-- name: TaskListUpdated :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) > (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '' ELSE CAST(?2 AS TEXT) END,
         CAST(?1 AS INTEGER))
     
@@ -3448,7 +3452,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3463,7 +3467,7 @@ func (q *Queries) TaskListUpdated(ctx context.Context, db DBTX, arg TaskListUpda
 }
 
 const taskListUpdatedDesc = `-- name: TaskListUpdatedDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (updated_at, cks_outbox_tasks.task_id) < (CASE WHEN CAST(?1 AS INTEGER) = 0 THEN '9999' ELSE CAST(?2 AS TEXT) END,
         CASE WHEN CAST(?1 AS INTEGER) = 0 THEN 9223372036854775807 ELSE CAST(?1 AS INTEGER) END)
     
@@ -3512,7 +3516,7 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3527,7 +3531,7 @@ func (q *Queries) TaskListUpdatedDesc(ctx context.Context, db DBTX, arg TaskList
 }
 
 const taskListPriority = `-- name: TaskListPriority :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE (CAST(?1 AS INTEGER) = 0 OR priority < CAST(?2 AS INTEGER)
         OR (priority = CAST(?2 AS INTEGER) AND cks_outbox_tasks.task_id > CAST(?1 AS INTEGER)))
     
@@ -3575,7 +3579,7 @@ func (q *Queries) TaskListPriority(ctx context.Context, db DBTX, arg TaskListPri
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3679,7 +3683,7 @@ func (q *Queries) TaskCountByState(ctx context.Context, db DBTX, arg TaskCountBy
 }
 
 const taskListInState = `-- name: TaskListInState :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND cks_outbox_tasks.task_id > ?2
 AND (json_array_length(CAST(?3 AS TEXT)) = 0
@@ -3721,7 +3725,7 @@ func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInSt
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -3736,7 +3740,7 @@ func (q *Queries) TaskListInState(ctx context.Context, db DBTX, arg TaskListInSt
 }
 
 const taskListInStateDesc = `-- name: TaskListInStateDesc :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE state <> 'OPEN' AND state = ?1
     AND (CAST(?2 AS INTEGER) = 0 OR cks_outbox_tasks.task_id < CAST(?2 AS INTEGER))
     
@@ -3779,7 +3783,7 @@ func (q *Queries) TaskListInStateDesc(ctx context.Context, db DBTX, arg TaskList
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -4053,7 +4057,7 @@ func (q *Queries) TaskDepListAdjacent(ctx context.Context, db DBTX, ids string) 
 }
 
 const taskDependants = `-- name: TaskDependants :many
-SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys FROM cks_outbox_tasks
+SELECT task_id, type, title, description, acceptance_criteria, payload, state, priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by, claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, agent_token_hash, run_after, result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at, metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent FROM cks_outbox_tasks
 WHERE task_id IN (SELECT d.task_id FROM cks_task_deps d
         WHERE d.depends_on IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
     AND +state = CAST(?2 AS TEXT)
@@ -4078,7 +4082,7 @@ func (q *Queries) TaskDependants(ctx context.Context, db DBTX, arg TaskDependant
 	var items []CksOutboxTask
 	for rows.Next() {
 		var i CksOutboxTask
-		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys); err != nil {
+		if err := rows.Scan(&i.TaskID, &i.Type, &i.Title, &i.Description, &i.AcceptanceCriteria, &i.Payload, &i.State, &i.Priority, &i.Attempts, &i.MaxAttempts, &i.Restarts, &i.Revision, &i.ParentID, &i.DedupeKey, &i.CreatedBy, &i.ClaimedBy, &i.ClaimedAt, &i.LeaseTokenHash, &i.LeaseExpiresAt, &i.LeaseRenewedAt, &i.LeaseMs, &i.AgentTokenHash, &i.RunAfter, &i.Result, &i.LastError, &i.Question, &i.Answer, &i.ReviewNote, &i.CreatedAt, &i.UpdatedAt, &i.StateChangedAt, &i.Metadata, &i.AttemptTimeoutMs, &i.ExpiresAt, &i.ConcurrencyKeys, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

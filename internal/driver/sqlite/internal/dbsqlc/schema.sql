@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS cks_outbox_tasks (
     metadata TEXT NOT NULL DEFAULT '{}',
     attempt_timeout_ms INTEGER NOT NULL DEFAULT 0,
     expires_at TEXT,
-    concurrency_keys TEXT NOT NULL DEFAULT ''
+    concurrency_keys TEXT NOT NULL DEFAULT '',
+    traceparent TEXT NOT NULL DEFAULT ''
 );
 
 CREATE TABLE IF NOT EXISTS cks_task_deps (

@@ -14,12 +14,12 @@ INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, pay
     priority, attempts, max_attempts, restarts, revision, parent_id, dedupe_key, created_by,
     claimed_by, claimed_at, lease_token_hash, lease_expires_at, lease_renewed_at, lease_ms, run_after,
     result, last_error, question, answer, review_note, created_at, updated_at, state_changed_at,
-    metadata, attempt_timeout_ms, expires_at, concurrency_keys)
+    metadata, attempt_timeout_ms, expires_at, concurrency_keys, traceparent)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @attempts, @max_attempts, @restarts, @revision, @parent_id, @dedupe_key, @created_by,
     @claimed_by, @claimed_at, @lease_token_hash, @lease_expires_at, @lease_renewed_at, @lease_ms, @run_after,
     @result, @last_error, @question, @answer, @review_note, @created_at, @updated_at, @state_changed_at,
-    @metadata, @attempt_timeout_ms, @expires_at, @concurrency_keys);
+    @metadata, @attempt_timeout_ms, @expires_at, @concurrency_keys, @traceparent);
 
 -- A new task, as the ledger's enqueue makes it: the columns a task is
 -- created with (created, updated and state-changed at one time), every
@@ -28,10 +28,10 @@ VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
 -- name: TaskInsertNew :execlastid
 INSERT INTO cks_outbox_tasks (type, title, description, acceptance_criteria, payload, state,
     priority, max_attempts, parent_id, dedupe_key, created_by, created_at, updated_at,
-    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys)
+    state_changed_at, metadata, attempt_timeout_ms, concurrency_keys, traceparent)
 VALUES (@type, @title, @description, @acceptance_criteria, @payload, @state,
     @priority, @max_attempts, @parent_id, @dedupe_key, @created_by, @created_at, @created_at,
-    @created_at, @metadata, @attempt_timeout_ms, @concurrency_keys);
+    @created_at, @metadata, @attempt_timeout_ms, @concurrency_keys, @traceparent);
 
 -- The children of a task after a cursor, by id (idx_outbox_tasks_parent_of).
 -- name: TaskChildren :many
@@ -65,7 +65,7 @@ UPDATE cks_outbox_tasks SET
     result = @result, last_error = @last_error, question = @question, answer = @answer,
     review_note = @review_note, updated_at = @updated_at, state_changed_at = @state_changed_at,
     metadata = @metadata, attempt_timeout_ms = @attempt_timeout_ms, expires_at = @expires_at,
-    concurrency_keys = @concurrency_keys
+    concurrency_keys = @concurrency_keys, traceparent = @traceparent
 WHERE task_id = @task_id;
 
 -- A state move, written narrowly: only the columns a move of the
