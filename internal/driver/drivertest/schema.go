@@ -193,7 +193,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_schedules|", "constraint|cks_schedules|", "index|cks_schedules_", "index|sqlite_autoindex_cks_schedules_",
 		"column|cks_outbox_tasks|concurrency_keys|", "index|idx_outbox_tasks_keys_held|",
 		"column|cks_limits|", "constraint|cks_limits|", "index|cks_limits_", "index|sqlite_autoindex_cks_limits_", "index|idx_limits_pattern|",
-		"column|cks_key_starts|", "constraint|cks_key_starts|", "index|cks_key_starts_", "index|idx_key_starts_at|"}, s.Added...)...)
+		"column|cks_key_starts|", "constraint|cks_key_starts|", "index|cks_key_starts_", "index|idx_key_starts_at|",
+		"column|cks_task_output|", "constraint|cks_task_output|", "fk|cks_task_output|", "index|cks_task_output_", "index|idx_task_output_seq|"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))
