@@ -36,6 +36,10 @@ type AppendOutputInput struct {
 	Text string `json:"text" jsonschema:"the chunk of output, up to 65536 bytes of UTF-8 text"`
 }
 
+// OutputStreamPattern is what a chunk's stream label matches (the
+// OpenAPI document's pattern; ValidateOutputStream is the rule).
+const OutputStreamPattern = "^[A-Za-z0-9_.-]*$"
+
 // ValidateOutputStream refuses a stream label that is not up to
 // MaxOutputStreamLen letters, digits, '_', '-' or '.'.
 func ValidateOutputStream(s string) error {
