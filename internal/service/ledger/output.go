@@ -213,6 +213,26 @@ func (s *Service) FollowOutput(ctx context.Context, id, after int64, send func(c
 	}
 }
 
+// WatchOutput calls f each time task id's output may have changed — a
+// chunk appended, or the task's state or attempt changed — until ctx ends
+// (then it returns nil). Its wakes come from the process's one feed, as
+// FollowOutput's do; f reads what it needs itself.
+func (s *Service) WatchOutput(ctx context.Context, id int64, f func()) error {
+	if s.changes == nil {
+		return ErrNoFeed
+	}
+	wake, leave := s.feed.join(s, id)
+	defer leave()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+			f()
+		}
+	}
+}
+
 // waitsToRun reports whether a task in state st has not started its next
 // attempt yet but may.
 func waitsToRun(st cks.TaskState) bool {

@@ -74,6 +74,8 @@ const (
 	ToolMarkRunning    = "mark_running"
 	ToolTouchTask      = "touch_task"
 	ToolAddEvidence    = "add_evidence"
+	ToolAppendOutput   = "append_output"
+	ToolGetOutput      = "get_output"
 	ToolRecordDecision = "record_decision"
 	ToolReuseWorkspace = "reuse_workspace"
 	ToolConfirmAbort   = "confirm_abort"
