@@ -37,12 +37,17 @@ type ExecConfig struct {
 	MaxOutput int
 	// KillGrace is the SIGTERM → SIGKILL wait on abort; DefaultKillGrace when 0.
 	KillGrace time.Duration
+	// OutputFlush is how often the command's output is sent to the
+	// attempt's live output while it runs; DefaultOutputFlush when 0.
+	OutputFlush time.Duration
 }
 
 // Exec returns the resolver of `cks agent exec`: it runs cfg.Command for
 // the task with the task as JSON on stdin (without its lease token) and
 // CKS_TASK_ID, CKS_TASK_TYPE, CKS_TASK_ATTEMPT, CKS_TASK_RESTART and
-// CKS_TASK_REVISION in its environment. Exit status 0 completes the task with
+// CKS_TASK_REVISION in its environment. While it runs, its stdout and stderr
+// go to the attempt's live output as they come (outputStream: sent every
+// OutputFlush, never blocking the command). Exit status 0 completes the task with
 // stdout (capped) as its result and as evidence "stdout"; any other status
 // fails the attempt, retryably, with the tail of stderr. The command runs in
 // a process group of its own; when the attempt is aborted (stop, update,
@@ -73,13 +78,19 @@ func Exec(cfg ExecConfig) worker.Resolver {
 			return worker.Result{}, err
 		}
 		stdout, stderr := &capped{max: cfg.MaxOutput}, &capped{max: stderrTail, tail: true}
-		run := commandRun{stdin: input, stdout: stdout, stderr: stderr, env: append(os.Environ(),
+		live := newOutputStream(func(ctx context.Context, stream, text string) error {
+			_, err := a.Output(ctx, stream, text)
+			return err
+		}, cfg.OutputFlush, DefaultOutputBuffer)
+		run := commandRun{stdin: input, stdout: io.MultiWriter(stdout, live.writer("stdout")),
+			stderr: io.MultiWriter(stderr, live.writer("stderr")), env: append(os.Environ(),
 			"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
 			"CKS_TASK_TYPE="+t.Type,
 			"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
 			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
 			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))}
 		ended, err := runCommand(ctx, cfg, run)
+		live.close() // all of it sent before the attempt ends
 		switch {
 		case err != nil:
 			return worker.Result{}, err

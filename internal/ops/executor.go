@@ -224,7 +224,7 @@ var AppendOutput = executorOp(cks.OpAppendOutput, Spec{
 		"past that its oldest chunks are deleted and a note says how many bytes are gone. Anyone who may read the task reads " +
 		"the output with get_output or follows it (GET /v1/tasks/{task_id}/output?follow=1, the resource cks://tasks/{task_id}/output).",
 }, func(ctx context.Context, s *Services, in *cks.AppendOutputInput) (cks.OutputAppended, error) {
-	return s.Tasks.AppendOutput(ctx, ledger.AppendOutputParams{ID: in.TaskID, Token: in.LeaseToken, Stream: in.Stream, Text: in.Text})
+	return s.Tasks.AppendOutput(ctx, in.TaskID, in.LeaseToken, in.Stream, in.Text)
 })
 
 // RecordDecision is record_decision.

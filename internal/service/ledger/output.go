@@ -52,7 +52,8 @@ func (s *Service) tail() int64 {
 // oldest chunks are deleted in the same transaction and a note at the seq
 // of the newest deleted says how many bytes are gone. It publishes
 // cks.TopicTaskOutput.
-func (s *Service) AppendOutput(ctx context.Context, p AppendOutputParams) (cks.OutputAppended, error) {
+func (s *Service) AppendOutput(ctx context.Context, id int64, token, stream, text string) (cks.OutputAppended, error) {
+	p := AppendOutputParams{ID: id, Token: token, Stream: stream, Text: text}
 	if err := CheckAppendOutput(p); err != nil {
 		return cks.OutputAppended{}, err
 	}

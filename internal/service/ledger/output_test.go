@@ -44,7 +44,7 @@ func TestAppendOutput(t *testing.T) {
 		}
 		id, tok := c[0].ID, c[0].LeaseToken
 		for i, chunk := range []string{"one\n", "two\n", "three\n"} {
-			got, err := s.AppendOutput(ctx, ledger.AppendOutputParams{ID: id, Token: tok, Stream: "stdout", Text: chunk})
+			got, err := s.AppendOutput(ctx, id, tok, "stdout", chunk)
 			if err != nil || got.Seq != int64(i+1) || got.Attempt != 1 {
 				t.Fatalf("append %q = %+v, %v", chunk, got, err)
 			}
@@ -70,7 +70,7 @@ func TestAppendOutput(t *testing.T) {
 			{"an unknown task", ledger.AppendOutputParams{ID: id + 1000, Token: tok, Text: "x"}, "", cks.ErrNotFound},
 		}
 		for _, r := range refused {
-			_, err := s.AppendOutput(ctx, r.p)
+			_, err := s.AppendOutput(ctx, r.p.ID, r.p.Token, r.p.Stream, r.p.Text)
 			var fe *cks.FieldError
 			if !errors.Is(err, r.is) || (r.field != "" && (!errors.As(err, &fe) || fe.Field != r.field)) {
 				t.Errorf("%s: err = %v, want %v naming %q", r.name, err, r.is, r.field)
@@ -89,7 +89,7 @@ func TestAppendOutput(t *testing.T) {
 		if _, err := s.Complete(ctx, id, tok, false, "done"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AppendOutput(ctx, ledger.AppendOutputParams{ID: id, Token: tok, Text: "late"}); !errors.Is(err, cks.ErrLeaseLost) {
+		if _, err := s.AppendOutput(ctx, id, tok, "", "late"); !errors.Is(err, cks.ErrLeaseLost) {
 			t.Errorf("append after complete: %v", err)
 		}
 		page, err = s.Output(ctx, id, 0, 0)
@@ -123,7 +123,7 @@ func TestOutputTail(t *testing.T) {
 		id, tok := c[0].ID, c[0].LeaseToken
 		var dropped []int64
 		for _, chunk := range []string{"aaaaaaaaa\n", "bbbbbbbbb\n", "ccccccccc\n", "ddddddddd\n", "eeeeeeeee\n"} {
-			got, err := s.AppendOutput(ctx, ledger.AppendOutputParams{ID: id, Token: tok, Text: chunk})
+			got, err := s.AppendOutput(ctx, id, tok, "", chunk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +198,7 @@ func TestFollowOutput(t *testing.T) {
 		}
 		for i := range 5 {
 			text := strconv.Itoa(i) + "\n"
-			if _, err := s.AppendOutput(ctx, ledger.AppendOutputParams{ID: task.ID, Token: c[0].LeaseToken, Stream: "stdout", Text: text}); err != nil {
+			if _, err := s.AppendOutput(ctx, task.ID, c[0].LeaseToken, "stdout", text); err != nil {
 				t.Fatal(err)
 			}
 			// Each chunk arrives while the attempt runs, before the next.

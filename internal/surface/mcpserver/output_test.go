@@ -57,7 +57,7 @@ func TestOutputResource(t *testing.T) {
 		}
 		add := func(text string) {
 			t.Helper()
-			if _, err := s.AppendOutput(ctx(t), ledger.AppendOutputParams{ID: task.ID, Token: c[0].LeaseToken, Text: text}); err != nil {
+			if _, err := s.AppendOutput(ctx(t), task.ID, c[0].LeaseToken, "", text); err != nil {
 				t.Fatal(err)
 			}
 		}
