@@ -84,11 +84,11 @@ func Exec(cfg ExecConfig) worker.Resolver {
 		}, cfg.OutputFlush, DefaultOutputBuffer)
 		run := commandRun{stdin: input, stdout: io.MultiWriter(stdout, live.writer("stdout")),
 			stderr: io.MultiWriter(stderr, live.writer("stderr")), env: append(os.Environ(),
-			"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
-			"CKS_TASK_TYPE="+t.Type,
-			"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
-			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
-			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))}
+				"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
+				"CKS_TASK_TYPE="+t.Type,
+				"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
+				"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
+				"CKS_TASK_REVISION="+strconv.Itoa(t.Revision))}
 		ended, err := runCommand(ctx, cfg, run)
 		live.close() // all of it sent before the attempt ends
 		switch {

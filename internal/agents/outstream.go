@@ -72,7 +72,9 @@ func newOutputStream(send outputSender, every time.Duration, max int) *outputStr
 }
 
 // writer is the io.Writer of one stream of the command.
-func (o *outputStream) writer(stream string) *streamWriter { return &streamWriter{o: o, stream: stream} }
+func (o *outputStream) writer(stream string) *streamWriter {
+	return &streamWriter{o: o, stream: stream}
+}
 
 // streamWriter writes to its stream's buffer.
 type streamWriter struct {
