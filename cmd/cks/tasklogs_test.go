@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cks-dev/cks"
+	"github.com/cks-dev/cks/client"
 )
 
 // TestTaskLogsCLI (a real hub, SQLite): cks task logs ID prints the
@@ -58,4 +63,49 @@ func TestTaskLogsCLI(t *testing.T) {
 	if r := run("task", "logs", fmt.Sprint(id+100)); r.code == 0 || !strings.Contains(r.stderr, "not found") {
 		t.Fatalf("task logs of an unknown task: %d %s", r.code, r.stderr)
 	}
+}
+
+// TestExecAgentStreamsOutput (both backends): a real `cks agent exec`
+// process whose command prints and then waits has those lines in the
+// task's live output — read over the hub's API while the command still
+// runs — and a follower sees the rest and the attempt's end.
+func TestExecAgentStreamsOutput(t *testing.T) {
+	forBackends(t, func(t *testing.T, db testDB) {
+		h := startHub(t, "serve", "--database", db.url)
+		api := client.New(h.url, h.token)
+		dir := t.TempDir()
+		id := newTask(t, api, "chatty", "prints as it goes")
+		script := `echo "step 1"; echo "warning: slow" >&2; while [ ! -e "$T_DIR/go" ]; do sleep 0.01; done; echo "step 2"`
+		a := startAgent(t, []string{"T_DIR=" + dir}, append([]string{"exec", "--database", db.url, "--types", "chatty"},
+			append(fastAgent, "--", "sh", "-c", script)...)...)
+		waitFor(t, "the command's first lines in the live output", func() bool {
+			p, err := api.Output(context.Background(), id, 0, 0)
+			var b strings.Builder
+			for _, c := range p.Chunks {
+				b.WriteString(c.Text)
+			}
+			return err == nil && strings.Contains(b.String(), "step 1\n") && strings.Contains(b.String(), "warning: slow\n")
+		})
+		if task := getTask(t, api, id); task.State != cks.TaskRunning {
+			t.Fatalf("task %d is %s while its command waits", id, task.State)
+		}
+		var got strings.Builder
+		followed := make(chan error, 1)
+		go func() {
+			end, err := api.FollowOutput(context.Background(), id, 0, func(c cks.OutputChunk) { got.WriteString(c.Stream + ":" + c.Text) })
+			if err == nil && end.State != cks.TaskCompleted {
+				err = fmt.Errorf("the follow ended with the task %s", end.State)
+			}
+			followed <- err
+		}()
+		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644) //nolint:errcheck // the wait below fails without it
+		if err := <-followed; err != nil {
+			t.Fatal(err)
+		}
+		if s := got.String(); !strings.Contains(s, "stdout:step 1\n") || !strings.Contains(s, "stderr:warning: slow\n") || !strings.HasSuffix(s, "stdout:step 2\n") {
+			t.Fatalf("followed %q", s)
+		}
+		a.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // the wait says
+		a.wait(t)
+	})
 }
