@@ -129,7 +129,9 @@ func (a *API) followOutput(op ops.Operation, w http.ResponseWriter, r *http.Requ
 		case e := <-ended:
 			ended <- e // for the deferred wait
 			if e.err != nil {
-				a.cfg.Logger.Warn("output follow", "task_id", id, "err", e.err)
+				if r.Context().Err() == nil {
+					a.cfg.Logger.Warn("output follow", "task_id", id, "err", e.err)
+				}
 				return
 			}
 			data, _ := json.Marshal(e.page)
