@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,7 +92,15 @@ func (c *Client) followOnce(ctx context.Context, id, after int64, on func(cks.Ou
 		e.Status = resp.StatusCode
 		return cks.OutputPage{}, false, &e
 	}
-	sc := bufio.NewScanner(resp.Body)
+	return readOutputEvents(resp.Body, on)
+}
+
+// readOutputEvents reads a follow's Server-Sent Events from r: on with
+// each output event's chunk; the end event's page, whether any chunk came,
+// and an error for a stream that ends without an end event or carries an
+// event it cannot read (FuzzReadOutputEvents).
+func readOutputEvents(r io.Reader, on func(cks.OutputChunk)) (cks.OutputPage, bool, error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 2*cks.MaxOutputChunk+(64<<10)) // a chunk's JSON, escaped
 	var typ, data string
 	got := false
