@@ -95,7 +95,7 @@ func TestMCPResources(t *testing.T) {
 					templates = append(templates, rt.URITemplate)
 				}
 				if fmt.Sprint(uris) != fmt.Sprint([]string{mcpserver.ResourceInbox, mcpserver.ResourceStopped}) ||
-					len(templates) != 3 {
+					len(templates) != 4 {
 					t.Fatalf("resources %v, templates %v", uris, templates)
 				}
 

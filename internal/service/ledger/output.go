@@ -24,20 +24,15 @@ type AppendOutputParams struct {
 	Text   string
 }
 
-// CheckAppendOutput is append_output's rule of its input, judged before
+// checkAppendOutput is append_output's rule of its input, judged before
 // anything is read: a stream label (cks.ValidateOutputStream) and text of
 // at most cks.MaxOutputChunk bytes of UTF-8 (the text field's bound).
-func CheckAppendOutput(p AppendOutputParams) error {
+func checkAppendOutput(p AppendOutputParams) error {
 	if err := cks.ValidateOutputStream(p.Stream); err != nil {
 		return err
 	}
 	return cks.ValidateText("text", p.Text)
 }
-
-// SetOutputTail sets how many bytes of output each attempt keeps
-// (cks.DefaultOutputTail when never set or n <= 0). Like Configure it is
-// called before the service is used.
-func (s *Service) SetOutputTail(n int64) { s.outputTail = n }
 
 func (s *Service) tail() int64 {
 	if s.outputTail <= 0 {
@@ -54,7 +49,7 @@ func (s *Service) tail() int64 {
 // cks.TopicTaskOutput.
 func (s *Service) AppendOutput(ctx context.Context, id int64, token, stream, text string) (cks.OutputAppended, error) {
 	p := AppendOutputParams{ID: id, Token: token, Stream: stream, Text: text}
-	if err := CheckAppendOutput(p); err != nil {
+	if err := checkAppendOutput(p); err != nil {
 		return cks.OutputAppended{}, err
 	}
 	tail := s.tail()
@@ -100,9 +95,9 @@ func trimOutput(ctx context.Context, ex driver.Executor, now time.Time, row driv
 		ByteOffset: dropped, Dropped: dropped, CreatedAt: now})
 }
 
-// CheckOutputPage refuses a negative after and a limit outside
+// checkOutputPage refuses a negative after and a limit outside
 // 0..cks.MaxOutputPage (0: cks.DefaultOutputPage), naming the field.
-func CheckOutputPage(after int64, limit int) error {
+func checkOutputPage(after int64, limit int) error {
 	if after < 0 {
 		return &cks.FieldError{Field: "after", Expected: "a seq of 0 or more (the next_after of the previous page)"}
 	}
@@ -116,7 +111,7 @@ func CheckOutputPage(after int64, limit int) error {
 // (notes of dropped bytes among them), with the task's state, in one
 // snapshot.
 func (s *Service) Output(ctx context.Context, id, after int64, limit int) (cks.OutputPage, error) {
-	if err := CheckOutputPage(after, limit); err != nil {
+	if err := checkOutputPage(after, limit); err != nil {
 		return cks.OutputPage{}, err
 	}
 	if limit == 0 {
@@ -174,7 +169,7 @@ var ErrNoFeed = errors.New("ledger: no change notifications to follow output wit
 // (outputFeed): one notification listener, one read of the followed
 // tasks' heads per wake, never a read per follower unless it has news.
 func (s *Service) FollowOutput(ctx context.Context, id, after int64, send func(cks.OutputPage) error) (cks.OutputPage, error) {
-	if err := CheckOutputPage(after, 0); err != nil {
+	if err := checkOutputPage(after, 0); err != nil {
 		return cks.OutputPage{}, err
 	}
 	if s.changes == nil {

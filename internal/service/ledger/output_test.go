@@ -111,7 +111,7 @@ func isField(err error, field string) bool {
 func TestOutputTail(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, open backendtest.Opener) {
 		s := open(t).Tasks
-		s.SetOutputTail(25)
+		ledger.SetOutputTail(s, 25)
 		ctx := context.Background()
 		if _, _, err := s.Enqueue(ctx, cks.NewTask{Type: "tail"}); err != nil {
 			t.Fatal(err)

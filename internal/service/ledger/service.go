@@ -77,8 +77,9 @@ type Service struct {
 	counted countedTypes
 	// settings are the default lease and the retry backoff (Configure).
 	settings Settings
-	// outputTail bounds each attempt's output, in bytes (SetOutputTail;
-	// 0: cks.DefaultOutputTail); feed wakes the output's followers.
+	// outputTail bounds each attempt's output, in bytes (0:
+	// cks.DefaultOutputTail; tests set less); feed wakes the output's
+	// followers.
 	outputTail int64
 	feed       outputFeed
 }
