@@ -33,12 +33,21 @@ func (c *Client) Output(ctx context.Context, id, after int64, limit int) (cks.Ou
 // each chunk in order, until the attempt ends — it returns the task's last
 // page, without chunks — or ctx ends (ctx's error). A stream that breaks
 // is opened again after the last seq received (Last-Event-ID), so no chunk
-// is lost or repeated; it gives up after five failures in a row.
+// is lost or repeated; it gives up after five failures in a row. A hub
+// that answers a page instead of a stream (one that does not follow) ends
+// the follow with that page's chunks.
 func (c *Client) FollowOutput(ctx context.Context, id, after int64, on func(cks.OutputChunk)) (cks.OutputPage, error) {
+	return c.followOutput(ctx, cks.GetOutputInput{TaskID: id, After: after}, on)
+}
+
+// followOutput is FollowOutput of in (its limit sent too, which the hub's
+// follow does not use: it reads a follower's pages at its own size).
+func (c *Client) followOutput(ctx context.Context, in cks.GetOutputInput, on func(cks.OutputChunk)) (cks.OutputPage, error) {
+	id, after := in.TaskID, in.After
 	wait := 100 * time.Millisecond
 	var last error
 	for fails := 0; fails < 5; {
-		end, got, err := c.followOnce(ctx, id, after, func(ch cks.OutputChunk) {
+		end, got, err := c.followOnce(ctx, id, after, in.Limit, func(ch cks.OutputChunk) {
 			after = ch.Seq
 			on(ch)
 		})
@@ -69,8 +78,12 @@ func (c *Client) FollowOutput(ctx context.Context, id, after int64, on func(cks.
 
 // followOnce reads one stream: the end event's page, whether any chunk
 // came, and an error when the stream broke or was refused.
-func (c *Client) followOnce(ctx context.Context, id, after int64, on func(cks.OutputChunk)) (cks.OutputPage, bool, error) {
-	path := strings.Replace(cks.OpGetOutput.Route().Path, "{task_id}", strconv.FormatInt(id, 10), 1) + "?follow=1"
+func (c *Client) followOnce(ctx context.Context, id, after int64, limit int, on func(cks.OutputChunk)) (cks.OutputPage, bool, error) {
+	path := strings.Replace(cks.OpGetOutput.Route().Path, "{task_id}", strconv.FormatInt(id, 10), 1) +
+		"?follow=1&after=" + strconv.FormatInt(after, 10)
+	if limit > 0 {
+		path += "&limit=" + strconv.Itoa(limit)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+path, nil)
 	if err != nil {
 		return cks.OutputPage{}, false, err
@@ -92,7 +105,25 @@ func (c *Client) followOnce(ctx context.Context, id, after int64, on func(cks.Ou
 		e.Status = resp.StatusCode
 		return cks.OutputPage{}, false, &e
 	}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var p cks.OutputPage
+		if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+			return cks.OutputPage{}, false, fmt.Errorf("output page: %w", err)
+		}
+		got := len(p.Chunks) > 0
+		for _, ch := range p.Chunks {
+			on(ch)
+		}
+		p.Chunks = nil
+		return p, got, nil
+	}
 	return readOutputEvents(resp.Body, on)
+}
+
+// FollowOutputInput is FollowOutput of a get_output input (its task, its
+// after and its limit; `cks task logs -f`).
+func (c *Client) FollowOutputInput(ctx context.Context, in cks.GetOutputInput, on func(cks.OutputChunk)) (cks.OutputPage, error) {
+	return c.followOutput(ctx, in, on)
 }
 
 // readOutputEvents reads a follow's Server-Sent Events from r: on with

@@ -48,7 +48,7 @@ func taskLogsCommand() command {
 			return err
 		}
 		enc := json.NewEncoder(e.stdout)
-		end, err := cl.FollowOutput(ctx, in.TaskID, in.After, func(ch cks.OutputChunk) {
+		end, err := cl.FollowOutputInput(ctx, *in, func(ch cks.OutputChunk) {
 			if cf.json {
 				enc.Encode(ch) //nolint:errcheck // stdout closed: nothing to tell
 				return
