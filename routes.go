@@ -107,6 +107,10 @@ var (
 	OpTouchTask = endpoint[LeaseInput, TouchResult]("touch_task", "POST", "/v1/tasks/{task_id}/touch")
 	// OpAddEvidence is add_evidence.
 	OpAddEvidence = endpoint[AddEvidenceInput, Evidence]("add_evidence", "POST", "/v1/tasks/{task_id}/evidence")
+	// OpAppendOutput is append_output.
+	OpAppendOutput = endpoint[AppendOutputInput, OutputAppended]("append_output", "POST", "/v1/tasks/{task_id}/output")
+	// OpGetOutput is get_output.
+	OpGetOutput = endpoint[GetOutputInput, OutputPage]("get_output", "GET", "/v1/tasks/{task_id}/output")
 	// OpRecordDecision is record_decision.
 	OpRecordDecision = endpoint[RecordDecisionInput, Decision]("record_decision", "POST", "/v1/tasks/{task_id}/decisions")
 	// OpReuseWorkspace is reuse_workspace.
@@ -225,6 +229,8 @@ func Operations() []Operation {
 		OpMarkRunning,
 		OpTouchTask,
 		OpAddEvidence,
+		OpAppendOutput,
+		OpGetOutput,
 		OpRecordDecision,
 		OpReuseWorkspace,
 		OpReportUsage,

@@ -71,3 +71,9 @@ const TopicTaskAborts = "task_aborts"
 // (notifier.Coalescer). Moves that make a task OPEN or request an abort
 // still publish TopicTasksReady or TopicTaskAborts in their transaction.
 const TopicTasksMoved = "tasks_moved"
+
+// TopicTaskOutput is the change topic of live output: published in the
+// transaction of every append_output. Each hub's one output feed watches it
+// and reads the newest seq of the tasks its followers follow, once per
+// wake, to wake those with new chunks (ledger.FollowOutput).
+const TopicTaskOutput = "task_output"

@@ -35,7 +35,7 @@ func readJSON(t testing.TB, cs *mcp.ClientSession, uri string, out any) {
 // over streamable HTTP and through the stdio proxy, on both backends: the
 // resources capability is declared; the operator inbox (cks://inbox) lists
 // exactly the NEEDS_INPUT task and the stopped list (cks://stopped) exactly
-// the STOPPED one; the templates read a task (cks://tasks/{task_id}), an
+// the STOPPED one; the four templates read a task (cks://tasks/{task_id}), its output, an
 // object and its versions as get_task, get_object and list_object_versions
 // answer them; an unknown id is "resource not found", and a token without
 // read on /objects is refused the object. The prompts are listed and
@@ -95,7 +95,7 @@ func TestMCPResources(t *testing.T) {
 					templates = append(templates, rt.URITemplate)
 				}
 				if fmt.Sprint(uris) != fmt.Sprint([]string{mcpserver.ResourceInbox, mcpserver.ResourceStopped}) ||
-					len(templates) != 3 {
+					len(templates) != 4 {
 					t.Fatalf("resources %v, templates %v", uris, templates)
 				}
 

@@ -77,6 +77,8 @@ var parityCases = map[string]parityCase{
 	"claim_tasks":       {`{"lease_s":0.5}`, []string{"task", "claim", "--lease-s", "0.5"}, `{"running":true}`, []string{"task", "claim", "--running"}},
 	"mark_running":      {`{"task_id":$T,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
 	"touch_task":        {`{"task_id":0,"lease_token":"nope"}`, nil, `{"task_id":$T,"lease_token":"nope"}`, nil},
+	"append_output":     {`{"task_id":$T,"lease_token":"nope","stream":"std out","text":"x"}`, nil, `{"task_id":$T,"lease_token":"nope","text":"x"}`, nil},
+	"get_output":        {`{"task_id":$T,"limit":1001}`, []string{"task", "logs", "$T", "--limit", "1001"}, `{"task_id":$T}`, []string{"task", "logs", "$T"}},
 	"add_evidence":      {`{"task_id":$T,"lease_token":"nope","kind":"log","body":"b"}`, nil, `{"task_id":$T,"lease_token":"nope","kind":"log","body":"b"}`, nil},
 	"record_decision":   {`{"task_id":$T,"lease_token":"nope","kind":"k","derived_from_revision":1}`, nil, `{"task_id":$T,"lease_token":"nope","kind":"k","derived_from_revision":1}`, nil},
 	"reuse_workspace":   {`{"task_id":$T,"lease_token":"nope","path":"/w","derived_from_revision":1}`, nil, `{"task_id":$T,"lease_token":"nope","path":"/w","derived_from_revision":1}`, nil},

@@ -51,6 +51,7 @@ var taskGroup = group{name: "task", commands: []command{
 			return nil
 		},
 	}),
+	taskLogsCommand(),
 	opCommand("create", ops.CreateTask, opSpec[cks.NewTask, cks.CreatedTask]{
 		in:    inputSpec{names: taskFlagNames},
 		json:  func(_ *cks.NewTask, out cks.CreatedTask) any { return out.Task },

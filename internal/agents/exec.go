@@ -43,13 +43,20 @@ type ExecConfig struct {
 	// Logger receives what is wrong with the command's reports; nil is
 	// slog.Default().
 	Logger *slog.Logger
+	// OutputFlush is how often the command's output is sent to the
+	// attempt's live output while it runs; DefaultOutputFlush when 0.
+	OutputFlush time.Duration
 }
 
 // Exec returns the resolver of `cks agent exec`: it runs cfg.Command for
 // the task with the task as JSON on stdin (without its lease token) and
 // CKS_TASK_ID, CKS_TASK_TYPE, CKS_TASK_ATTEMPT, CKS_TASK_RESTART and
 // CKS_TASK_REVISION in its environment, and TRACEPARENT when the claim
-// handed the attempt a trace context. Exit status 0 completes the task with
+// handed the attempt a trace context. While it runs, its stdout and stderr
+// go to the attempt's live output as they come (outputStream: sent every
+// OutputFlush, never blocking the command); what it writes on its reports
+// pipe (fd 3, CKS_REPORT_FD) is reported for the attempt (readReports).
+// Exit status 0 completes the task with
 // stdout (capped) as its result and as evidence "stdout"; any other status
 // fails the attempt, retryably, with the tail of stderr. The command runs in
 // a process group of its own; when the attempt is aborted (stop, update,
@@ -87,13 +94,18 @@ func Exec(cfg ExecConfig) worker.Resolver {
 		if err != nil {
 			return worker.Result{}, fmt.Errorf("exec agent: %w", err)
 		}
-		run := commandRun{stdin: input, stdout: stdout, stderr: stderr, reports: reportsW, env: append(os.Environ(),
-			"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
-			"CKS_TASK_TYPE="+t.Type,
-			"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
-			"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
-			"CKS_TASK_REVISION="+strconv.Itoa(t.Revision),
-			reportFDEnv+"=3")}
+		live := newOutputStream(func(ctx context.Context, stream, text string) error {
+			_, err := a.Output(ctx, stream, text)
+			return err
+		}, cfg.OutputFlush, DefaultOutputBuffer)
+		run := commandRun{stdin: input, stdout: io.MultiWriter(stdout, live.writer("stdout")),
+			stderr: io.MultiWriter(stderr, live.writer("stderr")), reports: reportsW, env: append(os.Environ(),
+				"CKS_TASK_ID="+strconv.FormatInt(t.ID, 10),
+				"CKS_TASK_TYPE="+t.Type,
+				"CKS_TASK_ATTEMPT="+strconv.Itoa(t.Attempts),
+				"CKS_TASK_RESTART="+strconv.Itoa(t.Restarts),
+				"CKS_TASK_REVISION="+strconv.Itoa(t.Revision),
+				reportFDEnv+"=3")}
 		if tp := a.Traceparent(); tp != "" {
 			// The W3C trace context of the attempt, by the name the
 			// OpenTelemetry SDKs' environment propagation reads, so the
@@ -106,6 +118,7 @@ func Exec(cfg ExecConfig) worker.Resolver {
 			readReports(ctx, a, reportsR, cfg.Logger)
 		}()
 		ended, err := runCommand(ctx, cfg, run)
+		live.close() // all of it sent before the attempt ends
 		reportsW.Close()
 		// Every writer of the pipe is gone with the command (the guard
 		// reaps everything it started): its last lines are read to EOF.

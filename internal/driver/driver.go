@@ -381,6 +381,24 @@ type TaskExecutor interface {
 	// with its id.
 	EvidenceInsert(ctx context.Context, e EvidenceRow) (EvidenceRow, error)
 	EvidenceList(ctx context.Context, taskID int64) ([]EvidenceRow, error)
+	// OutputAppend appends a chunk of live output to its task (issue 43
+	// item 3) and returns it: o's TaskID, Attempt, Restart, Stream, Body,
+	// Size and CreatedAt; the row's Seq is the task's next, its ByteOffset
+	// where the attempt's output so far ends. The caller holds the task's
+	// row locked, so two appends never take one seq.
+	OutputAppend(ctx context.Context, o OutputRow) (OutputRow, error)
+	// OutputTrim deletes the chunks of an attempt that start before p.Cut
+	// and precede p.Before (the note among them), and returns what it
+	// deleted.
+	OutputTrim(ctx context.Context, p OutputTrimParams) ([]OutputTrimmed, error)
+	// OutputNote inserts o as it is: the note of an attempt's dropped
+	// bytes (Size 0, Dropped > 0).
+	OutputNote(ctx context.Context, o OutputRow) error
+	// OutputList returns up to p.Limit chunks of task p.TaskID after seq
+	// p.After, in seq order.
+	OutputList(ctx context.Context, p OutputListParams) ([]OutputRow, error)
+	// OutputHeads returns the newest seq of each of ids that has output.
+	OutputHeads(ctx context.Context, ids []int64) ([]OutputHead, error)
 	DecisionInsert(ctx context.Context, d DecisionRow) (DecisionRow, error)
 	DecisionList(ctx context.Context, taskID int64) ([]DecisionRow, error)
 
@@ -776,6 +794,53 @@ type EvidenceRow struct {
 	Body      string
 	Actor     string
 	CreatedAt time.Time
+}
+
+// OutputRow is one row of cks_task_output: a chunk of an attempt's live
+// output, or the note of the bytes its bound dropped (Dropped > 0).
+type OutputRow struct {
+	ID         int64
+	TaskID     int64
+	Seq        int64
+	Attempt    int
+	Restart    int
+	Stream     string
+	Body       string
+	ByteOffset int64
+	Size       int
+	Dropped    int64
+	CreatedAt  time.Time
+}
+
+// OutputTrimParams selects the oldest rows of an attempt's output: those
+// starting before Cut, of seq below Before.
+type OutputTrimParams struct {
+	TaskID  int64
+	Attempt int
+	Restart int
+	Cut     int64
+	Before  int64
+}
+
+// OutputTrimmed is a row OutputTrim deleted.
+type OutputTrimmed struct {
+	Seq        int64
+	ByteOffset int64
+	Size       int
+	Dropped    int64
+}
+
+// OutputListParams pages a task's output by seq.
+type OutputListParams struct {
+	TaskID int64
+	After  int64
+	Limit  int
+}
+
+// OutputHead is the newest seq of a task's output.
+type OutputHead struct {
+	TaskID int64
+	Seq    int64
 }
 
 // DecisionRow is one row of cks_task_decisions.

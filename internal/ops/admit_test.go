@@ -34,6 +34,8 @@ var bases = map[string]string{
 	"bulk_cancel_tasks": `{"task_ids":[1]}`, "bulk_retry_tasks": `{"task_ids":[1]}`,
 	"claim_tasks": `{}`, "mark_running": `{"task_id":1,"lease_token":"x"}`, "touch_task": `{"task_id":1,"lease_token":"x"}`,
 	"add_evidence":    `{"task_id":1,"lease_token":"x","kind":"k","body":"b"}`,
+	"append_output":   `{"task_id":1,"lease_token":"x","stream":"stdout","text":"hi"}`,
+	"get_output":      `{"task_id":1}`,
 	"record_decision": `{"task_id":1,"lease_token":"x","kind":"k","derived_from_revision":1}`,
 	"reuse_workspace": `{"task_id":1,"lease_token":"x","path":"/w","derived_from_revision":1}`,
 	"confirm_abort":   `{"task_id":1,"lease_token":"x"}`, "complete_task": `{"task_id":1,"lease_token":"x"}`,
@@ -180,6 +182,8 @@ func scalarProbes(b *jsonschema.Schema, field string, set func(map[string]any, a
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "a/b", at: "a-b", set: set})
 	case cks.ConcurrencyKeyPattern:
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "open ai", at: "openai:gpt-5", set: set})
+	case cks.OutputStreamPattern:
+		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "std out", at: "stderr", set: set})
 	case cks.LimitPatternPattern:
 		out = append(out, probe{field: field, what: "pattern " + b.Pattern, past: "open*ai", at: "openai:*", set: set})
 	case cks.CostPattern:

@@ -215,6 +215,18 @@ var AddEvidence = executorOp(cks.OpAddEvidence, Spec{
 	return s.Tasks.AddEvidence(ctx, in.TaskID, in.LeaseToken, in.Kind, in.Body)
 })
 
+// AppendOutput is append_output.
+var AppendOutput = executorOp(cks.OpAppendOutput, Spec{
+	Title: "Append output", Status: http.StatusCreated, Hints: leaseCall,
+	Summary: "append a chunk of live output to the current attempt (at most 64 KiB of text)",
+	Description: "Step 3 of the worker protocol, optional: append a chunk of what the attempt prints (text up to 65536 bytes, " +
+		"stream a label such as stdout or stderr) under its lease (201), answering its seq. Each attempt keeps the newest 4 MiB: " +
+		"past that its oldest chunks are deleted and a note says how many bytes are gone. Anyone who may read the task reads " +
+		"the output with get_output or follows it (GET /v1/tasks/{task_id}/output?follow=1, the resource cks://tasks/{task_id}/output).",
+}, func(ctx context.Context, s *Services, in *cks.AppendOutputInput) (cks.OutputAppended, error) {
+	return s.Tasks.AppendOutput(ctx, in.TaskID, in.LeaseToken, in.Stream, in.Text)
+})
+
 // RecordDecision is record_decision.
 var RecordDecision = executorOp(cks.OpRecordDecision, Spec{
 	Title: "Record decision", Status: http.StatusCreated, Hints: leaseCall,

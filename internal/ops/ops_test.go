@@ -28,7 +28,7 @@ var mcpTools = []string{
 	"list_processes", "process_status", "request_process_stop", "report_process",
 	"list_tasks", "task_stats", "list_unclaimed_types", "get_task", "create_task", "answer_task", "cancel_task", "stop_task", "start_task", "update_task",
 	"retry_task", "bulk_stop_tasks", "bulk_start_tasks", "bulk_cancel_tasks", "bulk_retry_tasks",
-	"claim_tasks", "mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "report_usage", "confirm_abort",
+	"claim_tasks", "mark_running", "touch_task", "add_evidence", "append_output", "get_output", "record_decision", "reuse_workspace", "report_usage", "confirm_abort",
 	"complete_task", "fail_task", "request_input", "claim_review", "approve_review", "reject_review",
 	"list_agents", "agent_status", "start_agent", "stop_agent",
 	"pause_type", "resume_type", "list_paused_types", "set_limit", "list_limits", "delete_limit", "get_usage",

@@ -39,7 +39,7 @@ var table = []Operation{
 	Events, OpenAPIDocument,
 	CreateTask, ListTasks, CountTasks, TaskStats, ListUnclaimedTypes, GetTask, AnswerTask, CancelTask, StopTask, StartTask, RetryTask, UpdateTask,
 	BulkStopTasks, BulkStartTasks, BulkCancelTasks, BulkRetryTasks,
-	ClaimTasks, MarkRunning, TouchTask, AddEvidence, RecordDecision, ReuseWorkspace, ReportUsage, ConfirmAbort,
+	ClaimTasks, MarkRunning, TouchTask, AddEvidence, AppendOutput, GetOutput, RecordDecision, ReuseWorkspace, ReportUsage, ConfirmAbort,
 	CompleteTask, FailTask, RequestInput, ClaimReview, ApproveReview, RejectReview,
 	ListAgents, AgentStatus, StartAgent, StopAgent,
 	PauseType, ResumeType, ListPausedTypes,

@@ -181,6 +181,29 @@ func UnclaimedTypes(ctx context.Context, s *Services, after time.Duration) (cks.
 	return s.Tasks.UnclaimedTypes(ctx, cmp.Or(after, cks.DefaultUnclaimedAfter), declared)
 }
 
+// FollowPage is how many chunks a follower of a task's output reads at
+// a time (ledger.FollowPage).
+const FollowPage = ledger.FollowPage
+
+// GetOutput is get_output.
+var GetOutput = define(cks.OpGetOutput, &Op[cks.GetOutputInput, cks.OutputPage]{
+	spec: Spec{
+		Title:   "Get output",
+		Summary: "a page of a task's live output after a seq (follow=1 over HTTP: a stream of Server-Sent Events)",
+		Description: "Read the chunks of output the task's attempts appended (append_output), oldest first, after seq after " +
+			"(0: from the start; pass next_after for the next page), up to limit (1 to 1000, default 100), with the task's state, " +
+			"its attempt and live (an attempt is running: more may come). A chunk with dropped and no text is a note: that many " +
+			"bytes of the attempt's oldest output were dropped to keep its last 4 MiB. Over HTTP, follow=1 answers Server-Sent " +
+			"Events instead: event: output (id: the seq, data: the chunk) as chunks are appended, resumed after the Last-Event-ID " +
+			"header's seq on reconnect, and event: end (data: the task's state) when the attempt ends.",
+		Permission: auth.PermRead, Resource: taskResource,
+		Surfaces: HTTP | MCP | CLI, Needs: NeedTasks, Hints: readOnly,
+	},
+	call: func(ctx context.Context, s *Services, in *cks.GetOutputInput) (cks.OutputPage, error) {
+		return s.Tasks.Output(ctx, in.TaskID, in.After, in.Limit)
+	},
+})
+
 // GetTask is get_task.
 var GetTask = define(cks.OpGetTask, &Op[cks.TaskInput, cks.Task]{
 	spec: Spec{

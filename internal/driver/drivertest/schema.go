@@ -198,7 +198,8 @@ func (s Scratch) CheckFirstBackendSchema(t *testing.T) {
 		"column|cks_usage|", "constraint|cks_usage|", "index|cks_usage_", "index|idx_usage_",
 		"column|cks_task_spend|", "constraint|cks_task_spend|", "index|cks_task_spend_", "index|sqlite_autoindex_cks_task_spend_",
 		"column|cks_limits|max_tokens|", "column|cks_limits|max_cost_nanos|", "column|cks_limits|window_ms|",
-		"column|cks_key_spend|", "constraint|cks_key_spend|", "index|cks_key_spend_", "index|sqlite_autoindex_cks_key_spend_"}, s.Added...)...)
+		"column|cks_key_spend|", "constraint|cks_key_spend|", "index|cks_key_spend_", "index|sqlite_autoindex_cks_key_spend_",
+		"column|cks_task_output|", "constraint|cks_task_output|", "fk|cks_task_output|", "index|cks_task_output_", "index|idx_task_output_seq|"}, s.Added...)...)
 	if len(old) > 0 || len(fresh) > 0 {
 		t.Fatalf("schema of the first backend differs:\nonly the old one has:\n%s\nonly the driver's has:\n%s",
 			strings.Join(old, "\n"), strings.Join(fresh, "\n"))

@@ -1198,6 +1198,67 @@ THEN RAISE EXCEPTION 'no waiter'; END IF; END $$`) == nil
 			t.Fatalf("claim waits limited to 1: %+v, %v", waits, err)
 		}
 	})
+	t.Run("Output", func(t *testing.T) {
+		t.Parallel()
+		d, _ := open(t, newDB)
+		ex, ctx := d.Executor(), Ctx(t)
+		ids := insert(t, ex, task("a", stRunning), task("b", stRunning))
+		id, other := ids[0], ids[1]
+		app := func(task int64, attempt int, body string) driver.OutputRow {
+			t.Helper()
+			r, err := ex.OutputAppend(ctx, driver.OutputRow{TaskID: task, Attempt: attempt, Stream: "stdout", Body: body, Size: len(body), CreatedAt: sec(1)})
+			skipUnsupported(t, "output append", err)
+			return r
+		}
+		a1, a2 := app(id, 1, "hello "), app(id, 1, "world\n")
+		b1 := app(other, 1, "x")
+		// A new attempt starts at offset 0, the seq goes on.
+		n1 := app(id, 2, "again")
+		if a1.Seq != 1 || a2.Seq != 2 || b1.Seq != 1 || n1.Seq != 3 || a1.ID == 0 {
+			t.Fatalf("seqs %+v %+v %+v %+v", a1, a2, b1, n1)
+		}
+		if a1.ByteOffset != 0 || a2.ByteOffset != 6 || n1.ByteOffset != 0 || a2.Size != 6 || a2.Stream != "stdout" || a2.Body != "world\n" || !a2.CreatedAt.Equal(sec(1)) {
+			t.Fatalf("offsets %+v %+v %+v", a1, a2, n1)
+		}
+		list, err := ex.OutputList(ctx, driver.OutputListParams{TaskID: id, After: 1, Limit: 10})
+		must(t, "output list", err)
+		if !slices.Equal(list, []driver.OutputRow{a2, n1}) {
+			t.Fatalf("output after 1 = %+v", list)
+		}
+		if list, err = ex.OutputList(ctx, driver.OutputListParams{TaskID: id, After: 0, Limit: 1}); err != nil || !slices.Equal(list, []driver.OutputRow{a1}) {
+			t.Fatalf("output limit 1 = %+v, %v", list, err)
+		}
+		// The trim deletes attempt 1's rows starting before the cut, never
+		// another attempt's or those from seq before on.
+		a3 := app(id, 1, "tail")
+		gone, err := ex.OutputTrim(ctx, driver.OutputTrimParams{TaskID: id, Attempt: 1, Cut: 12, Before: a3.Seq})
+		must(t, "output trim", err)
+		if len(gone) != 2 || gone[0].Seq+gone[1].Seq != 3 || gone[0].Size+gone[1].Size != 12 {
+			t.Fatalf("trimmed %+v", gone)
+		}
+		note := driver.OutputRow{TaskID: id, Seq: 2, Attempt: 1, ByteOffset: 12, Dropped: 12, CreatedAt: sec(2)}
+		must(t, "output note", ex.OutputNote(ctx, note))
+		if _, err := ex.OutputAppend(ctx, driver.OutputRow{TaskID: 999, Attempt: 1, CreatedAt: T0}); err == nil {
+			t.Fatal("output of no task was accepted")
+		}
+		if err := ex.OutputNote(ctx, note); err == nil {
+			t.Fatal("a second row at one seq was accepted")
+		}
+		list, err = ex.OutputList(ctx, driver.OutputListParams{TaskID: id, Limit: 10})
+		must(t, "output list", err)
+		if len(list) != 3 || list[0].Seq != 2 || list[0].Dropped != 12 || list[0].ByteOffset != 12 || list[1] != n1 || list[2] != a3 {
+			t.Fatalf("output after the trim = %+v", list)
+		}
+		heads, err := ex.OutputHeads(ctx, []int64{id, other, 999})
+		must(t, "output heads", err)
+		slices.SortFunc(heads, func(a, b driver.OutputHead) int { return int(a.TaskID - b.TaskID) })
+		if !slices.Equal(heads, []driver.OutputHead{{TaskID: id, Seq: 4}, {TaskID: other, Seq: 1}}) {
+			t.Fatalf("heads %+v", heads)
+		}
+		if none, err := ex.OutputList(ctx, driver.OutputListParams{TaskID: 999, Limit: 10}); err != nil || len(none) != 0 {
+			t.Fatalf("output of no task = %v, %v", none, err)
+		}
+	})
 	t.Run("EvidenceAndDecisions", func(t *testing.T) {
 		t.Parallel()
 		d, _ := open(t, newDB)

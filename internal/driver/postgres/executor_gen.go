@@ -315,6 +315,23 @@ func evidenceRowOf(r dbsqlc.CksTaskEvidence) driver.EvidenceRow {
 	}
 }
 
+// outputRowOf reads a dbsqlc.CksTaskOutput as a driver.OutputRow.
+func outputRowOf(r dbsqlc.CksTaskOutput) driver.OutputRow {
+	return driver.OutputRow{
+		ID:         r.OutputID,
+		TaskID:     r.TaskID,
+		Seq:        r.Seq,
+		Attempt:    int(r.Attempt),
+		Restart:    int(r.Restart),
+		Stream:     r.Stream,
+		Body:       r.Body,
+		ByteOffset: r.ByteOffset,
+		Size:       int(r.Size),
+		Dropped:    r.Dropped,
+		CreatedAt:  driver.Time(r.CreatedAt),
+	}
+}
+
 // taskSpendRowOf reads a dbsqlc.CksTaskSpend as a driver.TaskSpendRow.
 func taskSpendRowOf(r dbsqlc.CksTaskSpend) driver.TaskSpendRow {
 	return driver.TaskSpendRow{
@@ -384,6 +401,24 @@ func livenessKindCountOf(r dbsqlc.LivenessCountByKindRow) driver.LivenessKindCou
 	return driver.LivenessKindCount{
 		ProcessKind: r.ProcessKind,
 		Count:       int(r.Count),
+	}
+}
+
+// outputHeadOf reads a dbsqlc.OutputHeadsRow as a driver.OutputHead.
+func outputHeadOf(r dbsqlc.OutputHeadsRow) driver.OutputHead {
+	return driver.OutputHead{
+		TaskID: r.TaskID,
+		Seq:    r.Seq,
+	}
+}
+
+// outputTrimmedOf reads a dbsqlc.OutputTrimRow as a driver.OutputTrimmed.
+func outputTrimmedOf(r dbsqlc.OutputTrimRow) driver.OutputTrimmed {
+	return driver.OutputTrimmed{
+		Seq:        r.Seq,
+		ByteOffset: r.ByteOffset,
+		Size:       int(r.Size),
+		Dropped:    r.Dropped,
 	}
 }
 
@@ -780,6 +815,54 @@ func objectUpdateWithContentParams(p driver.ObjectRow) dbsqlc.ObjectUpdateWithCo
 		Content:       string(p.Content),
 		ContentHash:   p.ContentHash,
 		ObjectID:      p.ID,
+	}
+}
+
+// outputAppendParams writes a driver.OutputRow as dbsqlc.OutputAppendParams.
+func outputAppendParams(p driver.OutputRow) dbsqlc.OutputAppendParams {
+	return dbsqlc.OutputAppendParams{
+		TaskID:    p.TaskID,
+		Attempt:   int32(p.Attempt),
+		Restart:   int32(p.Restart),
+		Stream:    p.Stream,
+		Body:      p.Body,
+		Size:      int32(p.Size),
+		CreatedAt: driver.Time(p.CreatedAt),
+	}
+}
+
+// outputListParams writes a driver.OutputListParams as dbsqlc.OutputListParams.
+func outputListParams(p driver.OutputListParams) dbsqlc.OutputListParams {
+	return dbsqlc.OutputListParams{
+		TaskID: p.TaskID,
+		After:  p.After,
+		Limit:  int32(p.Limit),
+	}
+}
+
+// outputNoteParams writes a driver.OutputRow as dbsqlc.OutputNoteParams.
+func outputNoteParams(p driver.OutputRow) dbsqlc.OutputNoteParams {
+	return dbsqlc.OutputNoteParams{
+		TaskID:     p.TaskID,
+		Seq:        p.Seq,
+		Attempt:    int32(p.Attempt),
+		Restart:    int32(p.Restart),
+		Stream:     p.Stream,
+		Body:       p.Body,
+		ByteOffset: p.ByteOffset,
+		Dropped:    p.Dropped,
+		CreatedAt:  driver.Time(p.CreatedAt),
+	}
+}
+
+// outputTrimParams writes a driver.OutputTrimParams as dbsqlc.OutputTrimParams.
+func outputTrimParams(p driver.OutputTrimParams) dbsqlc.OutputTrimParams {
+	return dbsqlc.OutputTrimParams{
+		TaskID:  p.TaskID,
+		Attempt: int32(p.Attempt),
+		Restart: int32(p.Restart),
+		Cut:     p.Cut,
+		Before:  p.Before,
 	}
 }
 
@@ -2005,6 +2088,63 @@ func eachObjectListUnclaimedByStatus(ctx context.Context, db dbsqlc.DBTX, arg db
 	defer rows.Close()
 	var i dbsqlc.CksObject
 	dest := []any{&i.ObjectID, &i.Kind, &i.Title, &i.Content, &i.ContentHash, &i.CurrentStatus, &i.ClaimedBy, &i.ClaimToken, &i.ClaimedAt, &i.Round, &i.CreatedBy, &i.CreatedAt, &i.UpdatedAt, &i.HeadVersion, &i.Heads}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachOutputHeads runs dbsqlc's OutputHeads, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachOutputHeads(ctx context.Context, db dbsqlc.DBTX, ids []int64, each func(*dbsqlc.OutputHeadsRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.OutputHeads, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.OutputHeadsRow
+	dest := []any{&i.TaskID, &i.Seq}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachOutputList runs dbsqlc's OutputList, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachOutputList(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.OutputListParams, each func(*dbsqlc.CksTaskOutput)) error {
+	rows, err := db.Query(ctx, dbsqlc.OutputList, arg.TaskID, arg.After, arg.Limit)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.CksTaskOutput
+	dest := []any{&i.OutputID, &i.TaskID, &i.Seq, &i.Attempt, &i.Restart, &i.Stream, &i.Body, &i.ByteOffset, &i.Size, &i.Dropped, &i.CreatedAt}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		each(&i)
+	}
+	return rows.Err()
+}
+
+// eachOutputTrim runs dbsqlc's OutputTrim, handing each row to each as it is
+// read (one value for every row: each keeps a copy).
+func eachOutputTrim(ctx context.Context, db dbsqlc.DBTX, arg dbsqlc.OutputTrimParams, each func(*dbsqlc.OutputTrimRow)) error {
+	rows, err := db.Query(ctx, dbsqlc.OutputTrim, arg.TaskID, arg.Attempt, arg.Restart, arg.Cut, arg.Before)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var i dbsqlc.OutputTrimRow
+	dest := []any{&i.Seq, &i.ByteOffset, &i.Size, &i.Dropped}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return err
@@ -3262,6 +3402,56 @@ func (e *executor) EvidenceList(ctx context.Context, taskID int64) ([]driver.Evi
 	err := eachEvidenceList(ctx, e.db, taskID, add)
 	if err != nil {
 		return nil, mapErr(fmt.Sprint("evidence list ", taskID), err)
+	}
+	return out, nil
+}
+
+// OutputAppend implements driver.Executor with dbsqlc's OutputAppend.
+func (e *executor) OutputAppend(ctx context.Context, o driver.OutputRow) (driver.OutputRow, error) {
+	x, err := e.d.q.OutputAppend(ctx, e.db, outputAppendParams(o))
+	if err != nil {
+		return driver.OutputRow{}, mapErr("output append", err)
+	}
+	return outputRowOf(x), nil
+}
+
+// OutputTrim implements driver.Executor with dbsqlc's OutputTrim.
+func (e *executor) OutputTrim(ctx context.Context, p driver.OutputTrimParams) ([]driver.OutputTrimmed, error) {
+	out := []driver.OutputTrimmed{}
+	add := func(r *dbsqlc.OutputTrimRow) { out = append(out, outputTrimmedOf(*r)) }
+	err := eachOutputTrim(ctx, e.db, outputTrimParams(p), add)
+	if err != nil {
+		return nil, mapErr("output trim", err)
+	}
+	return out, nil
+}
+
+// OutputNote implements driver.Executor with dbsqlc's OutputNote.
+func (e *executor) OutputNote(ctx context.Context, o driver.OutputRow) error {
+	return mapErr("output note", e.d.q.OutputNote(ctx, e.db, outputNoteParams(o)))
+}
+
+// OutputList implements driver.Executor with dbsqlc's OutputList.
+func (e *executor) OutputList(ctx context.Context, p driver.OutputListParams) ([]driver.OutputRow, error) {
+	out := []driver.OutputRow{}
+	add := func(r *dbsqlc.CksTaskOutput) { out = append(out, outputRowOf(*r)) }
+	err := eachOutputList(ctx, e.db, outputListParams(p), add)
+	if err != nil {
+		return nil, mapErr("output list", err)
+	}
+	return out, nil
+}
+
+// OutputHeads implements driver.Executor with dbsqlc's OutputHeads.
+func (e *executor) OutputHeads(ctx context.Context, ids []int64) ([]driver.OutputHead, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out := make([]driver.OutputHead, 0, len(ids))
+	add := func(r *dbsqlc.OutputHeadsRow) { out = append(out, outputHeadOf(*r)) }
+	err := eachOutputHeads(ctx, e.db, nonNil(ids), add)
+	if err != nil {
+		return nil, mapErr("output heads", err)
 	}
 	return out, nil
 }

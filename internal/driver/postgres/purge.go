@@ -35,7 +35,7 @@ func (e *executor) TaskPurge(ctx context.Context, p driver.TaskPurgeParams) ([]i
 	}
 	err = withoutAppendOnly(ctx, tx, "task purge", []string{"cks_task_events", "cks_task_decisions"}, func() error {
 		for _, del := range []func(context.Context, dbsqlc.DBTX, []int64) error{
-			e.d.q.TaskPurgeDeps, e.d.q.TaskPurgeEvents, e.d.q.TaskPurgeEvidence, e.d.q.TaskPurgeDecisions,
+			e.d.q.TaskPurgeDeps, e.d.q.TaskPurgeEvents, e.d.q.TaskPurgeEvidence, e.d.q.TaskPurgeOutput, e.d.q.TaskPurgeDecisions,
 			e.d.q.TaskPurgeAborts, e.d.q.TaskPurgeSpend, e.d.q.TaskPurgePrincipals, e.d.q.TaskPurgeTasks,
 		} {
 			if err := del(ctx, tx, ids); err != nil {

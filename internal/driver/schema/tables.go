@@ -19,6 +19,7 @@ func Tables() []Table {
 		taskEvents(),
 		taskEvidence(),
 		taskDecisions(),
+		taskOutput(),
 		taskAborts(),
 		sweeperControl(),
 		sweeperPasses(),
@@ -439,6 +440,34 @@ func taskEvidence() Table {
 			intOr("restart", "0"),
 		},
 		Indexes: []Index{{Name: "idx_task_evidence_task", Keys: []Key{K("task_id"), K("attempt"), K("evidence_id")}}},
+	}
+}
+
+func taskOutput() Table {
+	return Table{
+		// Issue 43 item 3: the live output of attempts, in chunks an
+		// executor appends under its lease (append_output). seq numbers a
+		// task's chunks from 1 (the readers' cursor); byte_offset is how
+		// many bytes of the attempt's output (restart, attempt) came before
+		// the chunk, size its length in bytes. Each attempt keeps a bounded
+		// tail: its oldest chunks are deleted past the bound, and a note row
+		// (size 0, dropped > 0, at the seq of the newest chunk deleted)
+		// says how many bytes are gone.
+		Name: "cks_task_output",
+		Columns: []Column{
+			pk("output_id"),
+			ref("task_id", "cks_outbox_tasks(task_id)"),
+			{Name: "seq", Type: BigInt, NotNull: true},
+			reqInt("attempt"),
+			intOr("restart", "0"),
+			textOr("stream"),
+			textOr("body"),
+			{Name: "byte_offset", Type: BigInt, NotNull: true, Default: Zero},
+			intOr("size", "0"),
+			{Name: "dropped", Type: BigInt, NotNull: true, Default: Zero},
+			at("created_at"),
+		},
+		Indexes: []Index{{Name: "idx_task_output_seq", Unique: true, Keys: []Key{K("task_id"), K("seq")}}},
 	}
 }
 

@@ -666,6 +666,39 @@ func evidenceRowsOf(rows []dbsqlc.CksTaskEvidence) ([]driver.EvidenceRow, error)
 	return out, nil
 }
 
+// outputRowOf reads a dbsqlc.CksTaskOutput as a driver.OutputRow.
+func outputRowOf(r dbsqlc.CksTaskOutput) (driver.OutputRow, error) {
+	createdAt, err := parseTime(r.CreatedAt)
+	if err != nil {
+		return driver.OutputRow{}, fmt.Errorf("OutputRow CreatedAt: %w", err)
+	}
+	return driver.OutputRow{
+		ID:         r.OutputID,
+		TaskID:     r.TaskID,
+		Seq:        r.Seq,
+		Attempt:    int(r.Attempt),
+		Restart:    int(r.Restart),
+		Stream:     r.Stream,
+		Body:       r.Body,
+		ByteOffset: r.ByteOffset,
+		Size:       int(r.Size),
+		Dropped:    r.Dropped,
+		CreatedAt:  createdAt,
+	}, nil
+}
+
+// outputRowsOf reads rows with outputRowOf.
+func outputRowsOf(rows []dbsqlc.CksTaskOutput) ([]driver.OutputRow, error) {
+	out := make([]driver.OutputRow, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = outputRowOf(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // taskSpendRowOf reads a dbsqlc.CksTaskSpend as a driver.TaskSpendRow.
 func taskSpendRowOf(r dbsqlc.CksTaskSpend) driver.TaskSpendRow {
 	return driver.TaskSpendRow{
@@ -792,6 +825,42 @@ func livenessKindCountsOf(rows []dbsqlc.LivenessCountByKindRow) []driver.Livenes
 	out := make([]driver.LivenessKindCount, len(rows))
 	for i, r := range rows {
 		out[i] = livenessKindCountOf(r)
+	}
+	return out
+}
+
+// outputHeadOf reads a dbsqlc.OutputHeadsRow as a driver.OutputHead.
+func outputHeadOf(r dbsqlc.OutputHeadsRow) driver.OutputHead {
+	return driver.OutputHead{
+		TaskID: r.TaskID,
+		Seq:    nullable.Deref(r.Seq),
+	}
+}
+
+// outputHeadsOf reads rows with outputHeadOf.
+func outputHeadsOf(rows []dbsqlc.OutputHeadsRow) []driver.OutputHead {
+	out := make([]driver.OutputHead, len(rows))
+	for i, r := range rows {
+		out[i] = outputHeadOf(r)
+	}
+	return out
+}
+
+// outputTrimmedOf reads a dbsqlc.OutputTrimRow as a driver.OutputTrimmed.
+func outputTrimmedOf(r dbsqlc.OutputTrimRow) driver.OutputTrimmed {
+	return driver.OutputTrimmed{
+		Seq:        r.Seq,
+		ByteOffset: r.ByteOffset,
+		Size:       int(r.Size),
+		Dropped:    r.Dropped,
+	}
+}
+
+// outputTrimmedsOf reads rows with outputTrimmedOf.
+func outputTrimmedsOf(rows []dbsqlc.OutputTrimRow) []driver.OutputTrimmed {
+	out := make([]driver.OutputTrimmed, len(rows))
+	for i, r := range rows {
+		out[i] = outputTrimmedOf(r)
 	}
 	return out
 }
@@ -1110,6 +1179,54 @@ func objectListUnclaimedByStatusParams(p driver.ObjectListParams) dbsqlc.ObjectL
 		Statuses: jsonList(p.Statuses),
 		Kinds:    jsonList(p.Kinds),
 		Limit:    int64(p.Limit),
+	}
+}
+
+// outputAppendParams writes a driver.OutputRow as dbsqlc.OutputAppendParams.
+func outputAppendParams(p driver.OutputRow) dbsqlc.OutputAppendParams {
+	return dbsqlc.OutputAppendParams{
+		TaskID:    p.TaskID,
+		Attempt:   int64(p.Attempt),
+		Restart:   int64(p.Restart),
+		Stream:    p.Stream,
+		Body:      p.Body,
+		Size:      int64(p.Size),
+		CreatedAt: fmtTime(p.CreatedAt),
+	}
+}
+
+// outputListParams writes a driver.OutputListParams as dbsqlc.OutputListParams.
+func outputListParams(p driver.OutputListParams) dbsqlc.OutputListParams {
+	return dbsqlc.OutputListParams{
+		TaskID: p.TaskID,
+		After:  p.After,
+		Limit:  int64(p.Limit),
+	}
+}
+
+// outputNoteParams writes a driver.OutputRow as dbsqlc.OutputNoteParams.
+func outputNoteParams(p driver.OutputRow) dbsqlc.OutputNoteParams {
+	return dbsqlc.OutputNoteParams{
+		TaskID:     p.TaskID,
+		Seq:        p.Seq,
+		Attempt:    int64(p.Attempt),
+		Restart:    int64(p.Restart),
+		Stream:     p.Stream,
+		Body:       p.Body,
+		ByteOffset: p.ByteOffset,
+		Dropped:    p.Dropped,
+		CreatedAt:  fmtTime(p.CreatedAt),
+	}
+}
+
+// outputTrimParams writes a driver.OutputTrimParams as dbsqlc.OutputTrimParams.
+func outputTrimParams(p driver.OutputTrimParams) dbsqlc.OutputTrimParams {
+	return dbsqlc.OutputTrimParams{
+		TaskID:  p.TaskID,
+		Attempt: int64(p.Attempt),
+		Restart: int64(p.Restart),
+		Cut:     p.Cut,
+		Before:  p.Before,
 	}
 }
 
@@ -1796,6 +1913,62 @@ func (e *executor) EvidenceList(ctx context.Context, taskID int64) ([]driver.Evi
 		return nil, mapErr(fmt.Sprint("evidence list ", taskID), err)
 	}
 	return evidenceRowsOf(x)
+}
+
+// OutputAppend implements driver.Executor with dbsqlc's OutputAppend.
+func (e *executor) OutputAppend(ctx context.Context, o driver.OutputRow) (driver.OutputRow, error) {
+	var out driver.OutputRow
+	err := e.write(ctx, "output append", func(w *wtx) error {
+		x, err := e.d.q.OutputAppend(ctx, w, outputAppendParams(o))
+		if err != nil {
+			return mapErr("output append", err)
+		}
+		out, err = outputRowOf(x)
+		return err
+	})
+	return out, err
+}
+
+// OutputTrim implements driver.Executor with dbsqlc's OutputTrim.
+func (e *executor) OutputTrim(ctx context.Context, p driver.OutputTrimParams) ([]driver.OutputTrimmed, error) {
+	var out []driver.OutputTrimmed
+	err := e.write(ctx, "output trim", func(w *wtx) error {
+		x, err := e.d.q.OutputTrim(ctx, w, outputTrimParams(p))
+		if err != nil {
+			return mapErr("output trim", err)
+		}
+		out = outputTrimmedsOf(x)
+		return nil
+	})
+	return out, err
+}
+
+// OutputNote implements driver.Executor with dbsqlc's OutputNote.
+func (e *executor) OutputNote(ctx context.Context, o driver.OutputRow) error {
+	return e.write(ctx, "output note", func(w *wtx) error {
+		return mapErr("output note", e.d.q.OutputNote(ctx, w, outputNoteParams(o)))
+	})
+}
+
+// OutputList implements driver.Executor with dbsqlc's OutputList.
+func (e *executor) OutputList(ctx context.Context, p driver.OutputListParams) ([]driver.OutputRow, error) {
+	x, err := e.d.q.OutputList(ctx, e.read, outputListParams(p))
+	if err != nil {
+		return nil, mapErr("output list", err)
+	}
+	return outputRowsOf(x)
+}
+
+// OutputHeads implements driver.Executor with dbsqlc's OutputHeads.
+func (e *executor) OutputHeads(ctx context.Context, ids []int64) ([]driver.OutputHead, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	x, err := e.d.q.OutputHeads(ctx, e.read, jsonList(ids))
+	if err != nil {
+		return nil, mapErr("output heads", err)
+	}
+	return outputHeadsOf(x), nil
 }
 
 // DecisionInsert implements driver.Executor with dbsqlc's DecisionInsert.

@@ -22,7 +22,7 @@ func (e *executor) TaskPurge(ctx context.Context, p driver.TaskPurgeParams) ([]i
 		list := jsonList(ids)
 		err = withoutAppendOnly(ctx, w, "task purge", []string{"cks_task_events", "cks_task_decisions"}, func() error {
 			for _, del := range []func(context.Context, dbsqlc.DBTX, string) error{
-				e.d.q.TaskPurgeDeps, e.d.q.TaskPurgeEvents, e.d.q.TaskPurgeEvidence, e.d.q.TaskPurgeDecisions,
+				e.d.q.TaskPurgeDeps, e.d.q.TaskPurgeEvents, e.d.q.TaskPurgeEvidence, e.d.q.TaskPurgeOutput, e.d.q.TaskPurgeDecisions,
 				e.d.q.TaskPurgeAborts, e.d.q.TaskPurgeSpend, e.d.q.TaskPurgePrincipals, e.d.q.TaskPurgeTasks,
 			} {
 				if err := del(ctx, w, list); err != nil {

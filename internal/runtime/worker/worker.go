@@ -50,6 +50,16 @@ type GiveBacker interface {
 	GiveBack(ctx context.Context, id int64, leaseToken, reason string) (cks.Task, error)
 }
 
+// OutputAppender is a Store that keeps an attempt's live output
+// (append_output): the ledger, and package client's Client.
+type OutputAppender interface {
+	AppendOutput(ctx context.Context, id int64, leaseToken, stream, text string) (cks.OutputAppended, error)
+}
+
+// ErrNoOutput is Attempt.Output's error over a Store that keeps no live
+// output (not an OutputAppender).
+var ErrNoOutput = errors.New("worker: the store keeps no live output")
+
 // ReasonShutdown begins the history reason of a task an executor gave back
 // because it was shutting down (Interrupted).
 const ReasonShutdown = "released by shutdown"
@@ -616,6 +626,19 @@ func (a *Attempt) Evidence(ctx context.Context, kind, body string) (cks.Evidence
 		return err
 	})
 	return out, err
+}
+
+// Output appends a chunk of live output (append_output: at most
+// cks.MaxOutputChunk bytes of UTF-8; stream a label such as stdout) to
+// this attempt. Unlike the attempt's other writes it is tried once: live
+// output is for watching, and a chunk lost on the connection is the
+// caller's to note (an exec agent drops it with a note).
+func (a *Attempt) Output(ctx context.Context, stream, text string) (cks.OutputAppended, error) {
+	o, ok := a.e.st.(OutputAppender)
+	if !ok {
+		return cks.OutputAppended{}, ErrNoOutput
+	}
+	return o.AppendOutput(ctx, a.task.ID, a.token, stream, text)
 }
 
 // Decide records a decision derived from the revision this attempt

@@ -88,3 +88,7 @@ func Transition(ctx context.Context, s *Service, id int64, to cks.TaskState, act
 		return moveOne(ctx, ex, now, move{row: cur, to: to, actor: actor, reason: reason})
 	})
 }
+
+// SetOutputTail sets how many bytes of output each attempt of s keeps
+// (cks.DefaultOutputTail when n <= 0).
+func SetOutputTail(s *Service, n int64) { s.outputTail = n }

@@ -79,6 +79,11 @@ type Service struct {
 	counted countedTypes
 	// settings are the default lease and the retry backoff (Configure).
 	settings Settings
+	// outputTail bounds each attempt's output, in bytes (0:
+	// cks.DefaultOutputTail; tests set less); feed wakes the output's
+	// followers.
+	outputTail int64
+	feed       outputFeed
 }
 
 // MovesNoter is told, after the commit, of every write of the ledger that

@@ -47,6 +47,9 @@ func (a *API) routeOps(streams map[string]http.Handler) {
 			}
 			h = a.serveStream(op, sh)
 		}
+		if sp.Name == ops.GetOutput.Spec().Name {
+			h = a.followable(op, h)
+		}
 		pattern := sp.Method + " " + sp.Path
 		a.routes = append(a.routes, Route{Operation: sp.Name, Pattern: pattern, Permission: sp.Permission, Resource: sp.Resource})
 		a.mux.Handle(pattern, a.authed(h))

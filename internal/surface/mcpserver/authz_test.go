@@ -125,6 +125,8 @@ func TestMCPToolMatrix(t *testing.T) {
 		mcpserver.ToolMarkRunning:        {"task_id": id, "lease_token": "nope"},
 		mcpserver.ToolTouchTask:          {"task_id": id, "lease_token": "nope"},
 		mcpserver.ToolAddEvidence:        {"task_id": id, "lease_token": "nope", "kind": "log", "body": "b"},
+		mcpserver.ToolAppendOutput:       {"task_id": id, "lease_token": "nope", "text": "line"},
+		mcpserver.ToolGetOutput:          {"task_id": id},
 		mcpserver.ToolRecordDecision:     {"task_id": id, "lease_token": "nope", "kind": "k", "derived_from_revision": 1},
 		mcpserver.ToolReuseWorkspace:     {"task_id": id, "lease_token": "nope", "path": "/w", "derived_from_revision": 1},
 		mcpserver.ToolConfirmAbort:       {"task_id": id, "lease_token": "nope"},

@@ -15,11 +15,11 @@ import (
 )
 
 // workerTools are the tools of the executor's protocol on a task.
-var workerTools = []string{"mark_running", "touch_task", "add_evidence", "record_decision", "reuse_workspace", "report_usage", "confirm_abort",
+var workerTools = []string{"mark_running", "touch_task", "add_evidence", "append_output", "record_decision", "reuse_workspace", "report_usage", "confirm_abort",
 	"complete_task", "fail_task", "request_input"}
 
 // TestToolsListedByGrants (issue 37, finding 8): tools/list answers the
-// tools the caller's grants let it call — a reader of /tasks its five, a
+// tools the caller's grants let it call — a reader of /tasks its six, a
 // worker its claim and executor tools, a task's credential its executor
 // tools, get_task and create_task (children), an admin all — and with
 // ?tools=all every tool, those the caller may not call marked
@@ -39,10 +39,10 @@ func TestToolsListedByGrants(t *testing.T) {
 	}{
 		{"admin", []cks.Grant{{Resource: auth.ResourceRoot, Permission: auth.PermAdmin}}, nil}, // every tool served
 		{"reader of /tasks", []cks.Grant{{Resource: auth.ResourceTasks, Permission: auth.PermRead}},
-			[]string{"list_tasks", "task_stats", "list_unclaimed_types", "get_task", "get_usage"}},
+			[]string{"list_tasks", "task_stats", "list_unclaimed_types", "get_task", "get_output", "get_usage"}},
 		{"worker", []cks.Grant{{Resource: auth.ResourceTasks, Permission: auth.PermAppend}},
 			append([]string{"claim_tasks"}, workerTools...)},
-		{"task credential", auth.TaskTokenGrants(task.ID), append([]string{"get_task", "create_task"}, workerTools...)},
+		{"task credential", auth.TaskTokenGrants(task.ID), append([]string{"get_task", "get_output", "create_task"}, workerTools...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, tok := sh.principal(t, tc.grants...)
@@ -100,8 +100,8 @@ func TestToolsListedByGrants(t *testing.T) {
 	_, reader := sh.principal(t, cks.Grant{Resource: auth.ResourceTasks, Permission: auth.PermRead})
 	cs, _ := proxied(t, sh.url, reader)
 	res, err := cs.ListTools(ctx(t), nil)
-	if err != nil || len(res.Tools) != 5 {
-		t.Fatalf("the proxy lists %d tools (%v), want the reader's 5", len(res.Tools), err)
+	if err != nil || len(res.Tools) != 6 {
+		t.Fatalf("the proxy lists %d tools (%v), want the reader's 6", len(res.Tools), err)
 	}
 	refused := call(t, cs, mcpserver.ToolCreateTask, map[string]any{"type": "t"})
 	if msg := toolText(t, refused); !refused.IsError || !strings.Contains(msg, "forbidden") {

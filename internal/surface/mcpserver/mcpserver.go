@@ -76,6 +76,8 @@ const (
 	ToolMarkRunning    = "mark_running"
 	ToolTouchTask      = "touch_task"
 	ToolAddEvidence    = "add_evidence"
+	ToolAppendOutput   = "append_output"
+	ToolGetOutput      = "get_output"
 	ToolRecordDecision = "record_decision"
 	ToolReuseWorkspace = "reuse_workspace"
 	ToolReportUsage    = "report_usage"

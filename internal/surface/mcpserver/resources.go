@@ -28,7 +28,12 @@ const (
 	TemplateTask           = "cks://tasks/{task_id}"
 	TemplateObject         = "cks://objects/{object_id}"
 	TemplateObjectVersions = "cks://objects/{object_id}/versions"
+	TemplateTaskOutput     = "cks://tasks/{task_id}/output"
 )
+
+// OutputResourcePage is how many chunks a read of cks://tasks/ID/output
+// answers: the first of the task's output kept (get_output pages on).
+const OutputResourcePage = 100
 
 // resource is one resource or template: the operation that reads it and
 // the arguments a URI gives it (nil: the URI is not one of its).
@@ -77,6 +82,17 @@ var resources = []resource{
 	{uri: TemplateTask, name: "task", title: "Task", template: true, op: ToolGetTask,
 		description: "one task with its events, evidence per attempt and aborts (get_task)",
 		args:        idAfter("cks://tasks/", "", "task_id")},
+	{uri: TemplateTaskOutput, name: "task_output", title: "Task output", template: true, op: ToolGetOutput,
+		description: "the live output of a task's attempts: its first chunks kept with the task's state and live (get_output; " +
+			"call get_output with after=next_after for the rest). Subscribed, it is updated as chunks are appended and when the " +
+			"attempt ends",
+		args: func(uri string) map[string]any {
+			a := idAfter("cks://tasks/", "/output", "task_id")(uri)
+			if a != nil {
+				a["limit"] = OutputResourcePage
+			}
+			return a
+		}},
 	{uri: TemplateObjectVersions, name: "object_versions", title: "Object versions", template: true, op: ToolListObjectVersions,
 		description: "an object's version DAG {versions, heads, forked} (list_object_versions)",
 		args:        idAfter("cks://objects/", "/versions", "object_id")},

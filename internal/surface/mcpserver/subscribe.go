@@ -61,6 +61,10 @@ type scope uint8
 const (
 	scopeTasks scope = 1 << iota
 	scopeObjects
+	// scopeOutput: a task's output (cks://tasks/ID/output), never passed
+	// over on bus events: each subscribed URI is woken by the ledger's
+	// output feed (ledger.Service.WatchOutput), the hub's one listener.
+	scopeOutput
 )
 
 // subscriptions are the URIs the sessions of one server subscribed to.
@@ -97,6 +101,8 @@ type watched struct {
 	task     int64 // the task of cks://tasks/ID, else 0
 	sessions map[*mcp.ServerSession]bool
 	digest   [32]byte
+	// stop ends the output watch of a scopeOutput URI.
+	stop context.CancelFunc
 }
 
 func newSubscriptions(svc *ops.Services, pass time.Duration) *subscriptions {
@@ -150,6 +156,10 @@ func (s *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		if id, ok := r.args(uri)["task_id"].(int64); ok && r.op == ToolGetTask {
 			w.task = id
 		}
+		if id, ok := r.args(uri)["task_id"].(int64); ok && w.scope == scopeOutput {
+			w.task = id
+			s.watchOutput(uri, w)
+		}
 		s.uris[uri] = w
 	}
 	w.sessions[req.Session] = true
@@ -178,8 +188,27 @@ func (s *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	return nil
 }
 
+// watchOutput starts the output watch of w, subscribed as uri: each
+// wake of the ledger's output feed for its task — a chunk appended, the
+// task's state or attempt changed; the feed reads once for every follower
+// of the hub — notifies its subscribers, who read what they need
+// (get_output after the seq they have). It ends when the URI's last
+// subscriber leaves (drop).
+func (s *subscriptions) watchOutput(uri string, w *watched) {
+	ctx, stop := context.WithCancel(context.Background())
+	w.stop = stop
+	go s.svc.Tasks.WatchOutput(ctx, w.task, func() { //nolint:errcheck // returns nil when ctx ends; a hub always has a feed
+		if err := s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil && ctx.Err() == nil {
+			s.log.Warn("mcp subscription: notifying", "uri", uri, "err", err)
+		}
+	})
+}
+
 // scopeOf is the scope of changes that can affect r.
 func scopeOf(r resource) scope {
+	if r.op == ToolGetOutput {
+		return scopeOutput
+	}
 	if r.op == ToolGetTask || r.op == ToolListTasks {
 		return scopeTasks
 	}
@@ -216,6 +245,9 @@ func (s *subscriptions) drop(ss *mcp.ServerSession, uri string) {
 			s.tokens[h.principal]--
 			if len(w.sessions) == 0 {
 				delete(s.uris, u)
+				if w.stop != nil {
+					w.stop()
+				}
 			}
 		}
 	}

@@ -220,3 +220,35 @@ func TestBrowserEditAndStopRunningTask(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserTaskOutputPane: on both backends, the task page's log pane
+// shows a real exec agent's command output while the command still runs
+// (its stderr marked), then the rest and the attempt's end, without a
+// reload.
+func TestBrowserTaskOutputPane(t *testing.T) {
+	t.Parallel()
+	browserBackends(t, func(t *testing.T, backendName string) {
+		h := startHub(t, backendName, nil)
+		dir := t.TempDir()
+		typ := "logs-" + backendName
+		task := h.createTask(t, cks.NewTask{Type: typ, Title: "Prints as it goes"})
+		runExecAgent(t, h, typ, "sh", "-c",
+			`echo "step 1"; echo "careful" >&2; while [ ! -e "`+dir+`/go" ]; do sleep 0.02; done; echo "step 2"`)
+		h.waitTask(t, task.ID, "RUNNING", func(t cks.Task) bool { return t.State == cks.TaskRunning })
+		tb := newTab(t, 0)
+		tb.signIn(h, h.Token)
+		tb.do(chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", h.URL, task.ID)))
+		tb.waitTrue("the pane shows the first lines", `(() => { const l = document.querySelector("[data-output-log]");
+			return l.textContent.includes("step 1\n") && [...l.querySelectorAll(".output__stderr")].some(s => s.textContent === "careful\n"); })()`)
+		if got := h.getTask(t, task.ID); got.State != cks.TaskRunning {
+			t.Fatalf("the task is %s while the pane shows its first lines", got.State)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// stdout and stderr are two pipes: their lines may interleave either way.
+		tb.waitTrue("the pane shows the rest and the end", `(() => { const l = document.querySelector("[data-output-log]").textContent;
+			return document.querySelector("[data-output]").dataset.outputEnded === "COMPLETED" && l.endsWith("step 2\n") &&
+				l.length === "step 1\ncareful\nstep 2\n".length && l.includes("step 1\n") && l.includes("careful\n"); })()`)
+	})
+}

@@ -282,6 +282,22 @@ class Client:
         """Confirm, with the revoked lease token, that the aborted attempt's work stopped; answers the abort."""
         return self.call("confirm_abort", {"task_id": task_id, "lease_token": lease_token})
 
+    def append_output(self, task_id: int, lease_token: str, text: str, stream: str = "") -> dict[str, Any]:
+        """Append a chunk of live output (at most 64 KiB of text) to the current attempt."""
+        args: dict[str, Any] = {"task_id": task_id, "lease_token": lease_token, "text": text}
+        if stream:
+            args["stream"] = stream
+        return self.call("append_output", args)
+
+    def get_output(self, task_id: int, after: int = 0, limit: int = 0) -> dict[str, Any]:
+        """A page of a task's live output after seq ``after`` (pass ``next_after`` for the next)."""
+        args: dict[str, Any] = {"task_id": task_id}
+        if after:
+            args["after"] = after
+        if limit:
+            args["limit"] = limit
+        return self.call("get_output", args)
+
     def add_evidence(self, task_id: int, lease_token: str, kind: str, body: str) -> dict[str, Any]:
         """Record evidence of the current attempt (a log, a link, a workspace path…)."""
         return self.call("add_evidence", {"task_id": task_id, "lease_token": lease_token, "kind": kind, "body": body})

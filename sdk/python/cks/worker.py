@@ -103,6 +103,10 @@ class TaskContext:
     def lease_token(self) -> str:
         return self.task.lease_token
 
+    def output(self, text: str, stream: str = "stdout") -> dict[str, Any]:
+        """Append a chunk of live output (at most 64 KiB of text) to this attempt: followers see it at once."""
+        return self.client.append_output(self.task.id, self.task.lease_token, text, stream)
+
     def add_evidence(self, kind: str, body: str) -> dict[str, Any]:
         """Record evidence of this attempt (a log, a link, a workspace path…)."""
         return self.client.add_evidence(self.task.id, self.task.lease_token, kind, body)

@@ -97,6 +97,20 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(sums["total"]["tokens"], 100)
         self.assertEqual(sums["rows"][0]["group"], {"model": "gpt-5"})
 
+    def test_live_output(self) -> None:
+        t = unique("sdk-output")
+        task = self.client.create_task(t)["task"]
+        claimed = self.client.call("claim_tasks", {"types": [t], "n": 1})["tasks"][0]
+        first = self.client.append_output(task["task_id"], claimed["lease_token"], "hello\n", "stdout")
+        self.assertEqual(first["seq"], 1)
+        self.client.append_output(task["task_id"], claimed["lease_token"], "oops\n", "stderr")
+        page = self.client.get_output(task["task_id"], after=1)
+        self.assertEqual([(c["stream"], c["text"]) for c in page["chunks"]], [("stderr", "oops\n")])
+        self.assertTrue(page["live"])
+        with self.assertRaises(InvalidArgument) as cm:
+            self.client.append_output(task["task_id"], claimed["lease_token"], "x" * (64 * 1024 + 1))
+        self.assertEqual(cm.exception.field, "text")
+
     def test_expires_at(self) -> None:
         t = unique("sdk-expires")
         import datetime

@@ -293,6 +293,16 @@ export class Client {
     return this.call("confirm_abort", { task_id: taskId, lease_token: leaseToken });
   }
 
+  /** Append a chunk of live output (at most 64 KiB of text) to the current attempt. */
+  appendOutput(taskId: number, leaseToken: string, text: string, stream = ""): Promise<Output<"append_output">> {
+    return this.call("append_output", { task_id: taskId, lease_token: leaseToken, text, ...(stream ? { stream } : {}) });
+  }
+
+  /** A page of a task's live output after seq `after` (pass `next_after` for the next). */
+  getOutput(taskId: number, after = 0, limit = 0): Promise<Output<"get_output">> {
+    return this.call("get_output", { task_id: taskId, ...(after ? { after } : {}), ...(limit ? { limit } : {}) });
+  }
+
   /** Record evidence of the current attempt (a log, a link, a workspace path…). */
   addEvidence(taskId: number, leaseToken: string, kind: string, body: string): Promise<Output<"add_evidence">> {
     return this.call("add_evidence", { task_id: taskId, lease_token: leaseToken, kind, body });

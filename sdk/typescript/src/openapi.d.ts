@@ -849,6 +849,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tasks/{task_id}/output": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * a page of a task's live output after a seq (follow=1 over HTTP: a stream of Server-Sent Events)
+         * @description Read the chunks of output the task's attempts appended (append_output), oldest first, after seq after (0: from the start; pass next_after for the next page), up to limit (1 to 1000, default 100), with the task's state, its attempt and live (an attempt is running: more may come). A chunk with dropped and no text is a note: that many bytes of the attempt's oldest output were dropped to keep its last 4 MiB. Over HTTP, follow=1 answers Server-Sent Events instead: event: output (id: the seq, data: the chunk) as chunks are appended, resumed after the Last-Event-ID header's seq on reconnect, and event: end (data: the task's state) when the attempt ends.
+         */
+        get: operations["get_output"];
+        put?: never;
+        /**
+         * append a chunk of live output to the current attempt (at most 64 KiB of text)
+         * @description Step 3 of the worker protocol, optional: append a chunk of what the attempt prints (text up to 65536 bytes, stream a label such as stdout or stderr) under its lease (201), answering its seq. Each attempt keeps the newest 4 MiB: past that its oldest chunks are deleted and a note says how many bytes are gone. Anyone who may read the task reads the output with get_output or follows it (GET /v1/tasks/{task_id}/output?follow=1, the resource cks://tasks/{task_id}/output).
+         */
+        post: operations["append_output"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tasks/{task_id}/request-input": {
         parameters: {
             query?: never;
@@ -1231,6 +1255,14 @@ export interface components {
         };
         AnswerTaskInput: {
             /** @description the answer to the task's question */
+            text: string;
+        };
+        AppendOutputInput: {
+            /** @description the lease token its claim (or review claim) answered */
+            lease_token: string;
+            /** @description which output the chunk is of: stdout, stderr or another label of up to 32 letters, digits, _ - . (empty: none) */
+            stream?: string;
+            /** @description the chunk of output, up to 65536 bytes of UTF-8 text */
             text: string;
         };
         AttemptView: {
@@ -1847,6 +1879,48 @@ export interface components {
             title?: string;
             /** @description when it last changed */
             updated_at: string;
+        };
+        OutputAppended: {
+            /** @description the attempt the chunk is of */
+            attempt: number;
+            /** @description bytes of this attempt's oldest output dropped to keep its tail within the bound */
+            dropped?: number;
+            /** @description bytes of the attempt's output before the chunk */
+            offset: number;
+            /** @description the chunk's sequence number among the task's output (get_output's after cursor) */
+            seq: number;
+        };
+        OutputChunk: {
+            /** @description when it was appended */
+            at: string;
+            /** @description the attempt that printed it */
+            attempt: number;
+            /** @description on a note: how many bytes of the attempt's oldest output were dropped to keep its tail */
+            dropped?: number;
+            /** @description bytes of the attempt's output before it */
+            offset: number;
+            /** @description the task's restarts when it was printed: (restart, attempt) names the attempt */
+            restart?: number;
+            /** @description the chunk's sequence number among the task's output (the cursor) */
+            seq: number;
+            /** @description which output it is of (stdout, stderr or another label); absent for none */
+            stream?: string;
+            /** @description the chunk's text; absent on a note */
+            text?: string;
+        };
+        OutputPage: {
+            /** @description the task's current attempt */
+            attempt: number;
+            /** @description the page's chunks of output, oldest first (notes of dropped bytes among them) */
+            chunks: null | components["schemas"]["OutputChunk"][];
+            /** @description an attempt is executing (CLAIMED or RUNNING): more output may come */
+            live: boolean;
+            /** @description more chunks follow this page already */
+            more?: boolean;
+            /** @description pass as after for the next page: the page's last seq (after itself when empty) */
+            next_after: number;
+            /** @description the task's state when the page was read */
+            state: string;
         };
         PauseTypeInput: {
             /** @description why, shown beside the paused type (e.g. provider down) */
@@ -4618,6 +4692,94 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_output: {
+        parameters: {
+            query?: {
+                after?: number;
+                follow?: boolean;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                task_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description a page of a task's live output after a seq (follow=1 over HTTP: a stream of Server-Sent Events) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutputPage"];
+                };
+            };
+            /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the hub failed: 503 when its database cannot take the call (storage_read_only, storage_full, storage_unavailable), 500 otherwise */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    append_output: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppendOutputInput"];
+            };
+        };
+        responses: {
+            /** @description append a chunk of live output to the current attempt (at most 64 KiB of text) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OutputAppended"];
                 };
             };
             /** @description refused: 400 invalid_argument (the input; field names the field), 401 unauthenticated, 403 forbidden (the permission the caller lacks), 404 not_found, 409 conflict or lease_lost, 413 request_too_large, 415 unsupported_media_type, 429 throttled; nothing was changed */

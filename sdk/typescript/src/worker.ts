@@ -90,6 +90,11 @@ export class TaskContext {
     return this.task.leaseToken;
   }
 
+  /** Append a chunk of live output (at most 64 KiB of text) to this attempt: followers see it at once. */
+  output(text: string, stream = "stdout"): Promise<Output<"append_output">> {
+    return this.client.appendOutput(this.task.id, this.task.leaseToken, text, stream);
+  }
+
   /** Record evidence of this attempt (a log, a link, a workspace path…). */
   addEvidence(kind: string, body: string): Promise<Output<"add_evidence">> {
     return this.client.addEvidence(this.task.id, this.task.leaseToken, kind, body);

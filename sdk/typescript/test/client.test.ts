@@ -52,6 +52,25 @@ hubTest("usage and a budget", async () => {
   assert.deepEqual([sums.total.tokens, sums.rows?.[0]?.group], [100, { model: "gpt-5" }]);
 });
 
+hubTest("live output", async () => {
+  const t = unique("ts-output");
+  const created = await client.createTask(t);
+  const claimed = (await client.claimTasks({ types: [t], running: true, worker: "ts-output" })).tasks[0];
+  assert.ok(claimed);
+  const id = created.task.task_id;
+  const first = await client.appendOutput(id, claimed.lease_token, "hello\n", "stdout");
+  assert.equal(first.seq, 1);
+  await client.appendOutput(id, claimed.lease_token, "oops\n", "stderr");
+  const page = await client.getOutput(id, 1);
+  assert.deepEqual((page.chunks ?? []).map((c) => [c.stream, c.text]), [["stderr", "oops\n"]]);
+  assert.equal(page.live, true);
+  await assert.rejects(client.appendOutput(id, claimed.lease_token, "x".repeat(64 * 1024 + 1)), (err: unknown) => {
+    assert.ok(err instanceof InvalidArgument);
+    assert.equal(err.field, "text");
+    return true;
+  });
+});
+
 hubTest("not found", async () => {
   await assert.rejects(client.getTask(10 ** 12), (err: unknown) => {
     assert.ok(err instanceof NotFound);

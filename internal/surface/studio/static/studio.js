@@ -1332,3 +1332,61 @@
     }
   });
 })();
+
+// The task page's live log pane: the task's output (append_output) followed
+// over Server-Sent Events, GET /v1/tasks/ID/output?follow=1, outside the
+// region the page's live updates redraw. The browser resumes a dropped
+// stream after the last event's id (Last-Event-ID) by itself, so no chunk
+// is lost or shown twice; event "end" says the attempt ended. The pane
+// keeps the last MAX_LOG characters.
+(function () {
+  "use strict";
+  const pane = document.querySelector("[data-output]");
+  if (!pane) {
+    return;
+  }
+  const log = pane.querySelector("[data-output-log]");
+  const status = pane.querySelector("[data-output-status]");
+  const MAX_LOG = 256 * 1024;
+  let kept = 0;
+  if (!("EventSource" in window)) {
+    status.textContent = "(this browser cannot follow it: cks task logs ID -f)";
+    return;
+  }
+  status.textContent = "connecting…";
+  const es = new EventSource(pane.dataset.output + "?follow=1");
+  es.addEventListener("open", () => {
+    status.textContent = "live";
+  });
+  es.addEventListener("output", (ev) => {
+    const c = JSON.parse(ev.data);
+    const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+    const span = document.createElement("span");
+    span.dataset.seq = String(c.seq);
+    if (c.dropped) {
+      span.className = "output__note";
+      span.textContent = "[" + c.dropped + " bytes of attempt " + c.attempt + "'s earliest output dropped]\n";
+    } else {
+      span.className = "output__" + (c.stream || "out");
+      span.textContent = c.text || "";
+    }
+    log.appendChild(span);
+    kept += span.textContent.length;
+    while (kept > MAX_LOG && log.firstChild && log.firstChild !== span) {
+      kept -= log.firstChild.textContent.length;
+      log.removeChild(log.firstChild);
+    }
+    if (atEnd) {
+      log.scrollTop = log.scrollHeight;
+    }
+  });
+  es.addEventListener("end", (ev) => {
+    const p = JSON.parse(ev.data);
+    status.textContent = "attempt ended: " + p.state;
+    pane.dataset.outputEnded = p.state;
+    es.close();
+  });
+  es.addEventListener("error", () => {
+    status.textContent = es.readyState === EventSource.CLOSED ? "disconnected (reload to follow again)" : "reconnecting…";
+  });
+})();

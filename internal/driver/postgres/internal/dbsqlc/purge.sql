@@ -37,6 +37,9 @@ DELETE FROM cks_task_deps WHERE task_id = ANY(@ids::bigint[]) OR depends_on = AN
 -- name: TaskPurgeEvents :exec
 DELETE FROM cks_task_events WHERE task_id = ANY(@ids::bigint[]);
 
+-- name: TaskPurgeOutput :exec
+DELETE FROM cks_task_output WHERE task_id = ANY(@ids::bigint[]);
+
 -- name: TaskPurgeEvidence :exec
 DELETE FROM cks_task_evidence WHERE task_id = ANY(@ids::bigint[]);
 

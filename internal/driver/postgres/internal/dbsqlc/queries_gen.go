@@ -305,6 +305,21 @@ type CksTaskEvidence struct {
 	Restart    int32
 }
 
+// CksTaskOutput is a row of cks_task_output.
+type CksTaskOutput struct {
+	OutputID   int64
+	TaskID     int64
+	Seq        int64
+	Attempt    int32
+	Restart    int32
+	Stream     string
+	Body       string
+	ByteOffset int64
+	Size       int32
+	Dropped    int64
+	CreatedAt  time.Time
+}
+
 // CksTaskSpend is a row of cks_task_spend.
 type CksTaskSpend struct {
 	TaskID       int64
@@ -1808,6 +1823,15 @@ DELETE FROM cks_task_events WHERE task_id = ANY($1::bigint[])
 
 func (q *Queries) TaskPurgeEvents(ctx context.Context, db DBTX, ids []int64) error {
 	_, err := db.Exec(ctx, TaskPurgeEvents, ids)
+	return err
+}
+
+const TaskPurgeOutput = `-- name: TaskPurgeOutput :exec
+DELETE FROM cks_task_output WHERE task_id = ANY($1::bigint[])
+`
+
+func (q *Queries) TaskPurgeOutput(ctx context.Context, db DBTX, ids []int64) error {
+	_, err := db.Exec(ctx, TaskPurgeOutput, ids)
 	return err
 }
 
@@ -4262,3 +4286,102 @@ func (q *Queries) TypePausedGet(ctx context.Context, db DBTX, taskType string) (
 const TypePausedList = `-- name: TypePausedList :many
 SELECT type, paused_by, reason, paused_at FROM cks_paused_types ORDER BY type COLLATE "C"
 `
+
+const OutputAppend = `-- name: OutputAppend :one
+INSERT INTO cks_task_output (task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at)
+VALUES ($1,
+    COALESCE((SELECT MAX(o.seq) FROM cks_task_output o WHERE o.task_id = $1), 0) + 1,
+    $2, $3, $4, $5,
+    COALESCE((SELECT CASE WHEN l.attempt = $2 AND l.restart = $3 THEN l.byte_offset + l.size ELSE 0 END
+        FROM cks_task_output l WHERE l.task_id = $1 ORDER BY l.seq DESC LIMIT 1), 0),
+    $6, 0, $7)
+RETURNING output_id, task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at
+`
+
+type OutputAppendParams struct {
+	TaskID    int64
+	Attempt   int32
+	Restart   int32
+	Stream    string
+	Body      string
+	Size      int32
+	CreatedAt time.Time
+}
+
+// Live output (issue 43 item 3). A chunk takes the task's next seq and
+// starts where the attempt's output so far ends: the task's newest chunk
+// is of this attempt, or the attempt has none yet (attempts follow each
+// other; a note never is the newest row). The caller holds the task's row.
+func (q *Queries) OutputAppend(ctx context.Context, db DBTX, arg OutputAppendParams) (CksTaskOutput, error) {
+	row := db.QueryRow(ctx, OutputAppend, arg.TaskID, arg.Attempt, arg.Restart, arg.Stream, arg.Body, arg.Size, arg.CreatedAt)
+	var i CksTaskOutput
+	err := row.Scan(&i.OutputID, &i.TaskID, &i.Seq, &i.Attempt, &i.Restart, &i.Stream, &i.Body, &i.ByteOffset, &i.Size, &i.Dropped, &i.CreatedAt)
+	return i, err
+}
+
+const OutputTrim = `-- name: OutputTrim :many
+DELETE FROM cks_task_output
+WHERE task_id = $1 AND attempt = $2 AND restart = $3 AND byte_offset < $4 AND seq < $5
+RETURNING seq, byte_offset, size, dropped
+`
+
+type OutputTrimParams struct {
+	TaskID  int64
+	Attempt int32
+	Restart int32
+	Cut     int64
+	Before  int64
+}
+
+type OutputTrimRow struct {
+	Seq        int64
+	ByteOffset int64
+	Size       int32
+	Dropped    int64
+}
+
+const OutputNote = `-- name: OutputNote :exec
+INSERT INTO cks_task_output (task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9)
+`
+
+type OutputNoteParams struct {
+	TaskID     int64
+	Seq        int64
+	Attempt    int32
+	Restart    int32
+	Stream     string
+	Body       string
+	ByteOffset int64
+	Dropped    int64
+	CreatedAt  time.Time
+}
+
+// A note of the bytes an attempt's trims dropped, at the seq of the newest
+// chunk deleted.
+func (q *Queries) OutputNote(ctx context.Context, db DBTX, arg OutputNoteParams) error {
+	_, err := db.Exec(ctx, OutputNote, arg.TaskID, arg.Seq, arg.Attempt, arg.Restart, arg.Stream, arg.Body, arg.ByteOffset, arg.Dropped, arg.CreatedAt)
+	return err
+}
+
+const OutputList = `-- name: OutputList :many
+SELECT output_id, task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at FROM cks_task_output WHERE task_id = $1 AND seq > $2
+ORDER BY seq LIMIT $3
+`
+
+type OutputListParams struct {
+	TaskID int64
+	After  int64
+	Limit  int32
+}
+
+const OutputHeads = `-- name: OutputHeads :many
+SELECT task_id, MAX(seq)::bigint AS seq FROM cks_task_output
+WHERE task_id = ANY($1::bigint[])
+GROUP BY task_id
+`
+
+type OutputHeadsRow struct {
+	TaskID int64
+	Seq    int64
+}

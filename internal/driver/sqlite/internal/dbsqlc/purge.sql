@@ -37,6 +37,9 @@ DELETE FROM cks_task_deps WHERE task_id IN (SELECT value FROM json_each(CAST(@id
 -- name: TaskPurgeEvents :exec
 DELETE FROM cks_task_events WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));
 
+-- name: TaskPurgeOutput :exec
+DELETE FROM cks_task_output WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));
+
 -- name: TaskPurgeEvidence :exec
 DELETE FROM cks_task_evidence WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)));
 

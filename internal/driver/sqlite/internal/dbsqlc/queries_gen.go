@@ -303,6 +303,21 @@ type CksTaskEvidence struct {
 	Restart    int64
 }
 
+// CksTaskOutput is a row of cks_task_output.
+type CksTaskOutput struct {
+	OutputID   int64
+	TaskID     int64
+	Seq        int64
+	Attempt    int64
+	Restart    int64
+	Stream     string
+	Body       string
+	ByteOffset int64
+	Size       int64
+	Dropped    int64
+	CreatedAt  string
+}
+
 // CksTaskSpend is a row of cks_task_spend.
 type CksTaskSpend struct {
 	TaskID       int64
@@ -2226,6 +2241,15 @@ DELETE FROM cks_task_events WHERE task_id IN (SELECT value FROM json_each(CAST(?
 
 func (q *Queries) TaskPurgeEvents(ctx context.Context, db DBTX, ids string) error {
 	_, err := db.ExecContext(ctx, taskPurgeEvents, ids)
+	return err
+}
+
+const taskPurgeOutput = `-- name: TaskPurgeOutput :exec
+DELETE FROM cks_task_output WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+`
+
+func (q *Queries) TaskPurgeOutput(ctx context.Context, db DBTX, ids string) error {
+	_, err := db.ExecContext(ctx, taskPurgeOutput, ids)
 	return err
 }
 
@@ -4809,6 +4833,180 @@ func (q *Queries) TypePausedList(ctx context.Context, db DBTX) ([]CksPausedType,
 	for rows.Next() {
 		var i CksPausedType
 		if err := rows.Scan(&i.Type, &i.PausedBy, &i.Reason, &i.PausedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outputAppend = `-- name: OutputAppend :one
+INSERT INTO cks_task_output (task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at)
+VALUES (?1,
+    COALESCE((SELECT MAX(o.seq) FROM cks_task_output o WHERE o.task_id = ?1), 0) + 1,
+    ?2, ?3, ?4, ?5,
+    COALESCE((SELECT CASE WHEN l.attempt = ?2 AND l.restart = ?3 THEN l.byte_offset + l.size ELSE 0 END
+        FROM cks_task_output l WHERE l.task_id = ?1 ORDER BY l.seq DESC LIMIT 1), 0),
+    ?6, 0, ?7)
+RETURNING output_id, task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at
+`
+
+type OutputAppendParams struct {
+	TaskID    int64
+	Attempt   int64
+	Restart   int64
+	Stream    string
+	Body      string
+	Size      int64
+	CreatedAt string
+}
+
+// Live output (issue 43 item 3). A chunk takes the task's next seq and
+// starts where the attempt's output so far ends: the task's newest chunk
+// is of this attempt, or the attempt has none yet (attempts follow each
+// other; a note never is the newest row). The caller holds the task's row.
+func (q *Queries) OutputAppend(ctx context.Context, db DBTX, arg OutputAppendParams) (CksTaskOutput, error) {
+	row := db.QueryRowContext(ctx, outputAppend, arg.TaskID, arg.Attempt, arg.Restart, arg.Stream, arg.Body, arg.Size, arg.CreatedAt)
+	var i CksTaskOutput
+	err := row.Scan(&i.OutputID, &i.TaskID, &i.Seq, &i.Attempt, &i.Restart, &i.Stream, &i.Body, &i.ByteOffset, &i.Size, &i.Dropped, &i.CreatedAt)
+	return i, err
+}
+
+const outputTrim = `-- name: OutputTrim :many
+DELETE FROM cks_task_output
+WHERE task_id = ?1 AND attempt = ?2 AND restart = ?3 AND byte_offset < ?4 AND seq < ?5
+RETURNING seq, byte_offset, size, dropped
+`
+
+type OutputTrimParams struct {
+	TaskID  int64
+	Attempt int64
+	Restart int64
+	Cut     int64
+	Before  int64
+}
+
+type OutputTrimRow struct {
+	Seq        int64
+	ByteOffset int64
+	Size       int64
+	Dropped    int64
+}
+
+// The oldest chunks of an attempt that start before cut (and the note
+// among them), deleted to keep its tail within the bound; seq below
+// before, so the newest chunk stays whatever its size.
+func (q *Queries) OutputTrim(ctx context.Context, db DBTX, arg OutputTrimParams) ([]OutputTrimRow, error) {
+	rows, err := db.QueryContext(ctx, outputTrim, arg.TaskID, arg.Attempt, arg.Restart, arg.Cut, arg.Before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutputTrimRow
+	for rows.Next() {
+		var i OutputTrimRow
+		if err := rows.Scan(&i.Seq, &i.ByteOffset, &i.Size, &i.Dropped); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outputNote = `-- name: OutputNote :exec
+INSERT INTO cks_task_output (task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9)
+`
+
+type OutputNoteParams struct {
+	TaskID     int64
+	Seq        int64
+	Attempt    int64
+	Restart    int64
+	Stream     string
+	Body       string
+	ByteOffset int64
+	Dropped    int64
+	CreatedAt  string
+}
+
+// A note of the bytes an attempt's trims dropped, at the seq of the newest
+// chunk deleted.
+func (q *Queries) OutputNote(ctx context.Context, db DBTX, arg OutputNoteParams) error {
+	_, err := db.ExecContext(ctx, outputNote, arg.TaskID, arg.Seq, arg.Attempt, arg.Restart, arg.Stream, arg.Body, arg.ByteOffset, arg.Dropped, arg.CreatedAt)
+	return err
+}
+
+const outputList = `-- name: OutputList :many
+SELECT output_id, task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at FROM cks_task_output WHERE task_id = ?1 AND seq > ?2
+ORDER BY seq LIMIT CAST(?3 AS INTEGER)
+`
+
+type OutputListParams struct {
+	TaskID int64
+	After  int64
+	Limit  int64
+}
+
+// A task's chunks after a seq, in order (idx_task_output_seq).
+func (q *Queries) OutputList(ctx context.Context, db DBTX, arg OutputListParams) ([]CksTaskOutput, error) {
+	rows, err := db.QueryContext(ctx, outputList, arg.TaskID, arg.After, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CksTaskOutput
+	for rows.Next() {
+		var i CksTaskOutput
+		if err := rows.Scan(&i.OutputID, &i.TaskID, &i.Seq, &i.Attempt, &i.Restart, &i.Stream, &i.Body, &i.ByteOffset, &i.Size, &i.Dropped, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const outputHeads = `-- name: OutputHeads :many
+SELECT task_id, MAX(seq) AS seq FROM cks_task_output
+WHERE task_id IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+GROUP BY task_id
+`
+
+type OutputHeadsRow struct {
+	TaskID int64
+	Seq    *int64
+}
+
+// The newest seq of each of the tasks that has output (the followers'
+// one read per wake).
+func (q *Queries) OutputHeads(ctx context.Context, db DBTX, ids string) ([]OutputHeadsRow, error) {
+	rows, err := db.QueryContext(ctx, outputHeads, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutputHeadsRow
+	for rows.Next() {
+		var i OutputHeadsRow
+		if err := rows.Scan(&i.TaskID, &i.Seq); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

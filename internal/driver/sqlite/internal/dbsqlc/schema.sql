@@ -126,6 +126,20 @@ CREATE TABLE IF NOT EXISTS cks_task_decisions (
     created_at TEXT NOT NULL
 );
 
+CREATE TABLE IF NOT EXISTS cks_task_output (
+    output_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id),
+    seq INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    restart INTEGER NOT NULL DEFAULT 0,
+    stream TEXT NOT NULL DEFAULT '',
+    body TEXT NOT NULL DEFAULT '',
+    byte_offset INTEGER NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL DEFAULT 0,
+    dropped INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS cks_task_aborts (
     abort_id INTEGER PRIMARY KEY AUTOINCREMENT,
     task_id INTEGER NOT NULL REFERENCES cks_outbox_tasks(task_id),
@@ -375,6 +389,8 @@ BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: UPDATE refused'); 
 
 CREATE TRIGGER IF NOT EXISTS cks_task_decisions_no_delete BEFORE DELETE ON cks_task_decisions
 BEGIN SELECT RAISE(ABORT, 'cks_task_decisions is append-only: DELETE refused'); END;
+
+CREATE UNIQUE INDEX IF NOT EXISTS idx_task_output_seq ON cks_task_output(task_id, seq);
 
 CREATE INDEX IF NOT EXISTS idx_task_aborts_lease ON cks_task_aborts(task_id, lease_token_hash);
 

@@ -526,3 +526,43 @@ SELECT * FROM cks_paused_types WHERE type = @task_type;
 
 -- name: TypePausedList :many
 SELECT * FROM cks_paused_types ORDER BY type;
+
+-- Live output (issue 43 item 3). A chunk takes the task's next seq and
+-- starts where the attempt's output so far ends: the task's newest chunk
+-- is of this attempt, or the attempt has none yet (attempts follow each
+-- other; a note never is the newest row). The caller holds the task's row.
+-- name: OutputAppend :one
+INSERT INTO cks_task_output (task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at)
+VALUES (@task_id,
+    COALESCE((SELECT MAX(o.seq) FROM cks_task_output o WHERE o.task_id = @task_id), 0) + 1,
+    @attempt, @restart, @stream, @body,
+    COALESCE((SELECT CASE WHEN l.attempt = @attempt AND l.restart = @restart THEN l.byte_offset + l.size ELSE 0 END
+        FROM cks_task_output l WHERE l.task_id = @task_id ORDER BY l.seq DESC LIMIT 1), 0),
+    @size, 0, @created_at)
+RETURNING *;
+
+-- The oldest chunks of an attempt that start before cut (and the note
+-- among them), deleted to keep its tail within the bound; seq below
+-- before, so the newest chunk stays whatever its size.
+-- name: OutputTrim :many
+DELETE FROM cks_task_output
+WHERE task_id = @task_id AND attempt = @attempt AND restart = @restart AND byte_offset < @cut AND seq < @before
+RETURNING seq, byte_offset, size, dropped;
+
+-- A note of the bytes an attempt's trims dropped, at the seq of the newest
+-- chunk deleted.
+-- name: OutputNote :exec
+INSERT INTO cks_task_output (task_id, seq, attempt, restart, stream, body, byte_offset, size, dropped, created_at)
+VALUES (@task_id, @seq, @attempt, @restart, @stream, @body, @byte_offset, 0, @dropped, @created_at);
+
+-- A task's chunks after a seq, in order (idx_task_output_seq).
+-- name: OutputList :many
+SELECT * FROM cks_task_output WHERE task_id = @task_id AND seq > @after
+ORDER BY seq LIMIT CAST(@limit AS INTEGER);
+
+-- The newest seq of each of the tasks that has output (the followers'
+-- one read per wake).
+-- name: OutputHeads :many
+SELECT task_id, MAX(seq) AS seq FROM cks_task_output
+WHERE task_id IN (SELECT value FROM json_each(CAST(@ids AS TEXT)))
+GROUP BY task_id;
