@@ -13,10 +13,11 @@ import (
 )
 
 // notSettingNames are CKS_ names in the source that configure nothing: what an
-// exec agent hands its command, the exec guard's marker, the tests'
-// database and pooler, the early-signal test's marker (package shutdown).
+// exec agent hands its command (its reports pipe included), the exec
+// guard's marker, the tests' database, pooler and OTLP receiver, the
+// early-signal test's marker (package shutdown).
 var notSettingNames = []string{"CKS_TASK_ID", "CKS_TASK_TYPE", "CKS_TASK_ATTEMPT", "CKS_TASK_RESTART", "CKS_TASK_REVISION",
-	"CKS_EXEC_GUARD", "CKS_TEST_DATABASE_URL", "CKS_TEST_POOLER_URL", "CKS_TEST_SIGNALS_READY"}
+	"CKS_REPORT_FD", "CKS_EXEC_GUARD", "CKS_TEST_DATABASE_URL", "CKS_TEST_POOLER_URL", "CKS_TEST_SIGNALS_READY", "CKS_OTELCOL"}
 
 // sourceNames are the CKS_ names written in the module's non-test Go
 // source outside this package (prefixes such as CKS_CRITIC_ left out).

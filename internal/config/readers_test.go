@@ -27,6 +27,12 @@ var notSettings = map[string]string{
 	// A marker the exec agent sets for its own binary, started again as
 	// the guard of a command; read before main, configures nothing.
 	"internal/agents/exec_linux.go CKS_EXEC_GUARD": "the exec guard's marker",
+	// The exec guard reads the marker the agent set for the command (its
+	// reports pipe, handed on as fd 3): a protocol name, configures nothing.
+	"internal/agents/exec_linux.go CKS_REPORT_FD": "the exec command's reports pipe",
+	// The OTLP receiver .ci/run builds for the traces' tests (test support,
+	// in no product binary).
+	"internal/backend/backendtest/otlp.go CKS_OTELCOL": "the tests' OTLP receiver",
 	// Read in the init of a package that may import nothing but the
 	// standard library (it catches signals before any other package is
 	// initialised); a process-level test's marker.
