@@ -188,24 +188,19 @@ func (in LimitInput) WindowDuration() (time.Duration, error) {
 // Budget is in's spend budget: MaxTokens, MaxCost read (ParseCost) and
 // Window; a FieldError names the field that is not one.
 func (in LimitInput) Budget() (tokens int64, cost Cost, window time.Duration, err error) {
-	if in.MaxTokens < 0 || in.MaxTokens > MaxUsageTokens {
-		return 0, 0, 0, fieldError("max_tokens", fmt.Sprintf("a budget of tokens from 1 to %d (0 or absent: none)", int64(MaxUsageTokens)))
-	}
-	if in.MaxCost != "" {
-		if cost, err = ParseCost("max_cost", in.MaxCost); err != nil {
-			return 0, 0, 0, err
-		}
+	if tokens, cost, err = ParseBudget(in.MaxTokens, in.MaxCost, func(f string) string { return f }); err != nil {
+		return 0, 0, 0, err
 	}
 	if window, err = in.WindowDuration(); err != nil {
 		return 0, 0, 0, err
 	}
 	switch {
-	case (in.MaxTokens > 0 || cost > 0) && window == 0:
+	case (tokens > 0 || cost > 0) && window == 0:
 		return 0, 0, 0, fieldError("window", "the budget's window, such as 1h or 24h, with max_tokens or max_cost")
-	case in.MaxTokens == 0 && cost == 0 && window != 0:
+	case tokens == 0 && cost == 0 && window != 0:
 		return 0, 0, 0, fieldError("max_tokens", "a budget (max_tokens or max_cost) with window")
 	}
-	return in.MaxTokens, cost, window, nil
+	return tokens, cost, window, nil
 }
 
 // IntervalDuration is in.Interval parsed (0 when empty), or a FieldError

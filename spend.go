@@ -58,6 +58,21 @@ func ParseCost(field, s string) (Cost, error) {
 	return Cost(w*1_000_000_000 + f), nil
 }
 
+// ParseBudget reads a budget's max_tokens and max_cost (a decimal string,
+// "" for none), as a task's (create_task, update_task) and a limit's
+// (set_limit) are read; a FieldError names the field as name makes it
+// ("max_tokens", "tasks[2].max_cost").
+func ParseBudget(maxTokens int64, maxCost string, name func(field string) string) (int64, Cost, error) {
+	if maxTokens < 0 || maxTokens > MaxUsageTokens {
+		return 0, 0, fieldError(name("max_tokens"), fmt.Sprintf("a budget of tokens from 1 to %d (0 or absent: none)", int64(MaxUsageTokens)))
+	}
+	if maxCost == "" {
+		return maxTokens, 0, nil
+	}
+	cost, err := ParseCost(name("max_cost"), maxCost)
+	return maxTokens, cost, err
+}
+
 func allDigits(s string) bool {
 	for i := range len(s) {
 		if s[i] < '0' || s[i] > '9' {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -45,7 +46,7 @@ func printUsageSums(w io.Writer, s cks.UsageSummary) {
 			cells = append(cells, r.Start.Format("2006-01-02 15:04"))
 		}
 		for _, b := range s.By {
-			cells = append(cells, orDash(r.Group[b], "-"))
+			cells = append(cells, cmp.Or(r.Group[b], "-"))
 		}
 		line(cells, r)
 	}
@@ -59,12 +60,4 @@ func printUsageSums(w io.Writer, s cks.UsageSummary) {
 		fmt.Fprintf(w, "(%d more rows: --limit)\n", s.Truncated)
 	}
 	fmt.Fprintf(w, "since %s\n", s.Since.Format("2006-01-02 15:04:05 MST"))
-}
-
-// orDash is v, or def when v is empty.
-func orDash(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }

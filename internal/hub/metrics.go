@@ -159,16 +159,7 @@ func newTaskMetrics() *taskMetrics {
 // label is typ as the type label: itself while fewer than
 // ledger.MaxCountedTypes types are named, or when it is one of them; else
 // "other".
-func (m *taskMetrics) label(typ string) string {
-	if m.types[typ] {
-		return typ
-	}
-	if len(m.types) < ledger.MaxCountedTypes {
-		m.types[typ] = true
-		return typ
-	}
-	return ledger.OtherType
-}
+func (m *taskMetrics) label(typ string) string { return bounded(m.types, typ) }
 
 // Claimed implements ledger.Observer.
 func (m *taskMetrics) Claimed(claims []ledger.Claim) {

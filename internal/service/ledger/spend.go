@@ -188,18 +188,8 @@ type budget struct {
 // the field under prefix (as name makes it: "max_tokens" or
 // "tasks[2].max_tokens").
 func parseBudget(maxTokens int64, maxCost string, name func(field string) string) (budget, error) {
-	b := budget{MaxTokens: maxTokens}
-	if maxTokens < 0 || maxTokens > cks.MaxUsageTokens {
-		return b, &cks.FieldError{Field: name("max_tokens"), Expected: fmt.Sprintf("a budget of tokens from 1 to %d (0 or absent: none)", int64(cks.MaxUsageTokens))}
-	}
-	if maxCost != "" {
-		c, err := cks.ParseCost(name("max_cost"), maxCost)
-		if err != nil {
-			return b, err
-		}
-		b.MaxCost = c
-	}
-	return b, nil
+	tokens, cost, err := cks.ParseBudget(maxTokens, maxCost, name)
+	return budget{MaxTokens: tokens, MaxCost: cost}, err
 }
 
 // patchBudget is task id's budget and the one p makes of it (the same
